@@ -1,0 +1,56 @@
+"""Builds the project's C cores with CMake and locates their shared libraries.
+
+The build tree is ``<repo>/build``; shared libraries land in ``build/lib`` and
+programs in ``build/bin`` (see the top-level CMakeLists.txt).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import FtslideError
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD_DIR = REPO / "build"
+
+
+def build_native(quiet: bool = True) -> Path:
+    """Configure (once) and build every C target; return the build directory.
+
+    Cost: a no-op build takes well under a second once configured.
+    """
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise FtslideError("cmake is missing: install it with 'apt-get install cmake ninja-build'")
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    out = subprocess.DEVNULL if quiet else None
+    try:
+        if not (BUILD_DIR / "CMakeCache.txt").exists():
+            subprocess.run([cmake, "-S", str(REPO), "-B", str(BUILD_DIR), *generator],
+                           check=True, stdout=out, stderr=subprocess.STDOUT if quiet else None)
+        result = subprocess.run([cmake, "--build", str(BUILD_DIR)], capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        raise FtslideError(f"configuring the C cores failed (cmake exit {exc.returncode}): "
+                           f"run 'cmake -S {REPO} -B {BUILD_DIR}' to see why") from None
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["?"]
+        raise FtslideError(f"building the C cores failed: {tail[0]} (run 'cmake --build {BUILD_DIR}')")
+    return BUILD_DIR
+
+
+def native_library(name: str) -> Path:
+    """Path of ``lib<name>.so`` from the C build, building it first if needed."""
+    path = build_native() / "lib" / f"lib{name}.so"
+    if not path.exists():
+        raise FtslideError(f"the C build has no library lib{name}.so (looked in {path.parent})")
+    return path
+
+
+def native_program(name: str) -> Path:
+    """Path of program ``name`` from the C build, building it first if needed."""
+    path = build_native() / "bin" / name
+    if not path.exists():
+        raise FtslideError(f"the C build has no program {name} (looked in {path.parent})")
+    return path
