@@ -1,0 +1,59 @@
+"""The ``ftslide`` command: one sub-command per module in ``ftslide/commands``.
+
+Each command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``. User errors (FtslideError) end as one line on stderr and a
+non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from . import __version__
+from .errors import FtslideError
+
+# Sub-command modules under ftslide/commands, in the order --help lists them.
+COMMANDS = ["doctor", "build_mpi", "env", "run", "demo"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line naming the fix."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    parser = _Parser(prog="ftslide", description=__doc__.splitlines()[0].rstrip("."))
+    parser.add_argument("--version", action="version", version=f"ftslide {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    modules = {}
+    for name in COMMANDS:
+        module = importlib.import_module(f"ftslide.commands.{name}")
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(cmd)
+        modules[module.NAME] = module
+    return parser, modules
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return modules[args.command].run(args)
+    except FtslideError as exc:
+        print(f"ftslide {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"ftslide {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ftslide CLI (see ftslide/cli.py)."""
