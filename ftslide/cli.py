@@ -41,7 +41,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    module = modules.get(argv[0]) if argv else None
+    if module is not None and getattr(module, "PASSTHROUGH", False) and argv[1:2] not in (["-h"], ["--help"]):
+        # Everything after the command name belongs to the program it wraps (mpirun).
+        args = argparse.Namespace(command=argv[0], rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2

@@ -1,0 +1,64 @@
+"""Compile MPI C programs against the project's build, run them with fault injection, read reports.
+
+Fault injection is by named kill points (ompi-ulfm/include/ftslide_killpoint.h):
+``kill={2: "after_barrier"}`` makes world rank 2 SIGKILL itself when it reaches
+that point. Programs report observations as ``ftcheck rank=R KEY=VALUE`` lines
+(tests/mpi/ftcheck.h), collected per rank in ``MpiRun.reports``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ftslide import mpi
+
+MPI_SOURCES = Path(__file__).parent / "mpi"
+_REPORT = re.compile(r"^ftcheck rank=(\d+) ([A-Za-z0-9_]+)=(.*)$")
+_KILLED = re.compile(r"ftslide: rank (\d+) killed at (\S+)")
+
+
+@dataclass
+class MpiRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    reports: dict[int, dict[str, str]] = field(default_factory=dict)
+    killed: dict[int, str] = field(default_factory=dict)
+
+    def value(self, rank: int, key: str) -> str | None:
+        return self.reports.get(rank, {}).get(key)
+
+    def values(self, key: str, ranks: Sequence[int]) -> dict[int, str | None]:
+        return {rank: self.value(rank, key) for rank in ranks}
+
+    def describe(self) -> str:
+        return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr[-4000:]}"
+
+
+def parse_run(returncode: int, stdout: str, stderr: str) -> MpiRun:
+    run = MpiRun(returncode, stdout, stderr)
+    for line in stdout.splitlines():
+        match = _REPORT.match(line.strip())
+        if match:
+            run.reports.setdefault(int(match[1]), {})[match[2]] = match[3]
+    for match in _KILLED.finditer(stderr):
+        run.killed[int(match[1])] = match[2]
+    return run
+
+
+def run_program(prefix: Path, program: Path, np: int, args: Sequence[str] = (),
+                kill: Mapping[int, str] | None = None, timeout: float = 60,
+                mpirun_options: Sequence[str] = (), env: Mapping[str, str] | None = None) -> MpiRun:
+    """Run ``program`` on ``np`` ranks; SIGKILL rank R at point P for each R: P in ``kill``."""
+    extra = dict(env or {})
+    if kill:
+        extra["FTSLIDE_KILL"] = ",".join(f"{rank}@{point}" for rank, point in kill.items())
+    result = mpi.run(prefix, [*mpirun_options, "-np", str(np), str(program), *args],
+                     timeout=timeout, env=extra)
+    run = parse_run(result.returncode, result.stdout, result.stderr)
+    for rank, point in (kill or {}).items():
+        assert run.killed.get(rank) == point, f"rank {rank} was not killed at {point}:\n{run.describe()}"
+    return run

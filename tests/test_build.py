@@ -1,0 +1,151 @@
+"""The Open MPI build: keys, overlays, reuse, and every way a build can be refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ftslide import ompi_build
+from ftslide.ompi_build import BuildInputs, Overlay
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def ftslide(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ftslide", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=REPO)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *phrases: str) -> None:
+    assert result.returncode != 0, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], lines[0]
+
+
+def make_inputs(tmp_path: Path, files: dict[str, str], patches: dict[str, str] | None = None) -> BuildInputs:
+    overlay = tmp_path / "overlay"
+    for rel, text in files.items():
+        (overlay / rel).parent.mkdir(parents=True, exist_ok=True)
+        (overlay / rel).write_text(text)
+    patch_paths = []
+    for name, text in (patches or {}).items():
+        (tmp_path / name).write_text(text)
+        patch_paths.append(tmp_path / name)
+    real = ompi_build.load_inputs()
+    return BuildInputs(real.version, real.tarball_name, real.sha256, real.debian_package, real.debian_version,
+                       real.debian_suite, real.debian_mirror, real.configure_options,
+                       (Overlay(overlay, "ompi/mca/coll/demo"),), tuple(patch_paths))
+
+
+def test_keys_follow_the_inputs(tmp_path):
+    inputs = make_inputs(tmp_path, {"coll_demo.c": "int a;", "Makefile.am": "x = 1"})
+    sha = inputs.sha256
+    tree, full = ompi_build.tree_key(inputs, sha), ompi_build.full_key(inputs, sha)
+    # A source change keeps the configured tree (incremental rebuild) but changes the full key.
+    (tmp_path / "overlay" / "coll_demo.c").write_text("int b;")
+    assert ompi_build.tree_key(inputs, sha) == tree
+    assert ompi_build.full_key(inputs, sha) != full
+    # A build-system change, a new file and another tarball each need a new tree.
+    (tmp_path / "overlay" / "Makefile.am").write_text("x = 2")
+    tree2 = ompi_build.tree_key(inputs, sha)
+    assert tree2 != tree
+    (tmp_path / "overlay" / "extra.h").write_text("")
+    assert ompi_build.tree_key(inputs, sha) != tree2
+    assert ompi_build.tree_key(inputs, "0" * 64) != ompi_build.tree_key(inputs, sha)
+
+
+def test_autogen_only_for_build_system_changes(tmp_path):
+    assert not ompi_build.needs_autogen(make_inputs(tmp_path / "a", {"coll_demo.c": ""}))
+    assert ompi_build.needs_autogen(make_inputs(tmp_path / "b", {"configure.m4": ""}))
+    patch = "--- a/config/opal_check.m4\n+++ b/config/opal_check.m4\n@@ -1 +1 @@\n-a\n+b\n"
+    assert ompi_build.needs_autogen(make_inputs(tmp_path / "c", {"x.c": ""}, {"fix.patch": patch}))
+    patch = "--- a/ompi/runtime/ompi_mpi_init.c\n+++ b/ompi/runtime/ompi_mpi_init.c\n@@ -1 +1 @@\n-a\n+b\n"
+    assert not ompi_build.needs_autogen(make_inputs(tmp_path / "d", {"x.c": ""}, {"fix.patch": patch}))
+
+
+def test_overlay_sync_copies_only_changes(tmp_path):
+    inputs = make_inputs(tmp_path, {"coll_demo.c": "int a;", "coll_demo.h": "#define X 1"})
+    tree = tmp_path / "tree"
+    assert ompi_build.sync_overlays(inputs, tree) == ["ompi/mca/coll/demo/coll_demo.c",
+                                                      "ompi/mca/coll/demo/coll_demo.h"]
+    header = tree / "ompi/mca/coll/demo/coll_demo.h"
+    os.utime(header, (1000, 1000))
+    (tmp_path / "overlay" / "coll_demo.c").write_text("int b;")
+    assert ompi_build.sync_overlays(inputs, tree) == ["ompi/mca/coll/demo/coll_demo.c"]
+    assert (tree / "ompi/mca/coll/demo/coll_demo.c").read_text() == "int b;"
+    assert header.stat().st_mtime == 1000  # untouched, so make does not rebuild it
+
+
+@pytest.fixture(scope="module")
+def pinned_tarball() -> Path:
+    """The pinned source tarball from the cache (./bootstrap fetched it to build)."""
+    path = ompi_build.cache_root() / "src" / ompi_build.load_inputs().tarball_name
+    assert path.exists(), f"{path} is missing: run ./bootstrap setup"
+    return path
+
+
+def test_wrong_checksum_stops_the_build(tmp_path, pinned_tarball):
+    result = ftslide("build-mpi", "--tarball", str(pinned_tarball), "--sha256", "ab" * 32,
+                     env={"FTSLIDE_CACHE": str(tmp_path)})
+    assert_one_line_error(result, "checksum mismatch", "ab" * 32)
+    assert not (tmp_path / "ompi").exists() or not any((tmp_path / "ompi").glob("openmpi-*"))
+
+
+def test_truncated_tarball_leaves_nothing(tmp_path, pinned_tarball):
+    broken = tmp_path / "openmpi-broken.tar.xz"
+    broken.write_bytes(pinned_tarball.read_bytes()[: 4 << 20])
+    sha = ompi_build.sha256_file(broken)
+    cache = tmp_path / "cache"
+    result = ftslide("build-mpi", "--tarball", str(broken), "--sha256", sha, env={"FTSLIDE_CACHE": str(cache)})
+    assert_one_line_error(result, "cannot extract")
+    assert sorted(p.name for p in (cache / "ompi").iterdir()) == [".lock"]
+
+
+def test_bad_arguments(tmp_path):
+    assert_one_line_error(ftslide("build-mpi", "--tarball", str(tmp_path / "nope.tar.xz"), "--sha256", "a" * 64),
+                          "does not exist")
+    assert_one_line_error(ftslide("build-mpi", "--tarball", str(tmp_path)), "--sha256")
+    assert_one_line_error(ftslide("build-mpi", "--jobs", "0"), "--jobs")
+    assert_one_line_error(ftslide("build-mpi", "--frobnicate"), "unrecognized arguments")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_no_space_left(tmp_path, pinned_tarball):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)], check=True)
+    try:
+        result = ftslide("build-mpi", "--tarball", str(pinned_tarball), "--sha256",
+                         ompi_build.sha256_file(pinned_tarball), env={"FTSLIDE_CACHE": str(small)})
+        assert_one_line_error(result, "no space", "FTSLIDE_CACHE")
+        assert not any((small / "ompi").glob("openmpi-*"))
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_unchanged_rerun_reuses_the_prefix(mpi_prefix):
+    started = time.monotonic()
+    result = ftslide("build-mpi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(mpi_prefix)
+    assert "reusing" in result.stderr
+    print(f"unchanged re-run took {time.monotonic() - started:.1f} s")
+
+
+def test_broken_prefix_is_refused(tmp_path, mpi_prefix):
+    broken = tmp_path / "prefix"
+    shutil.copytree(mpi_prefix / "bin", broken / "bin", symlinks=True)
+    env = {"FTSLIDE_MPI_PREFIX": str(broken)}
+    assert_one_line_error(ftslide("run", "-np", "1", "/bin/true", env=env),
+                          "incomplete", "lib/libmpi.so", "ftslide build-mpi")
+    assert_one_line_error(ftslide("env", env=env), "ftslide build-mpi")
+    doctor = ftslide("doctor", env=env)
+    assert doctor.returncode == 1 and "MISSING" in doctor.stdout

@@ -1,0 +1,112 @@
+"""Our ULFM conformance suite, run against the project's Open MPI build.
+
+Each test runs one program from tests/mpi/conformance with real processes and a
+real SIGKILL at a named point, then checks what every rank observed. The
+docstrings say which rank dies where.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+PF = "MPIX_ERR_PROC_FAILED"
+REVOKED = "MPIX_ERR_REVOKED"
+OK = "MPI_SUCCESS"
+
+
+def assert_all(run, key, ranks, expected):
+    got = run.values(key, ranks)
+    assert got == {rank: expected for rank in ranks}, f"{key}: {got}\n{run.describe()}"
+
+
+def test_error_after_failure(mpi_program, run_mpi):
+    """np 3, rank 2 killed after the first barrier: a receive from it fails, rank 0-1 traffic works."""
+    run = run_mpi(mpi_program("conformance/proc_failed.c"), 3, kill={2: "after_barrier"})
+    assert run.value(0, "recv_from_dead") == PF, run.describe()
+    assert run.value(0, "send_to_live") == OK
+    assert run.value(1, "recv_from_live") == OK
+    assert run.value(1, "value") == "99"
+    assert_all(run, "finished", [0, 1], "1")
+
+
+def test_any_source_after_failure(mpi_program, run_mpi):
+    """np 3, rank 2 killed after the first barrier: ANY_SOURCE waits give PROC_FAILED_PENDING until acked."""
+    run = run_mpi(mpi_program("conformance/any_source.c"), 3, kill={2: "after_barrier"})
+    assert run.value(0, "first_wait") == "MPIX_ERR_PROC_FAILED_PENDING", run.describe()
+    assert run.value(0, "still_pending") == "1"
+    assert run.value(0, "failure_ack") == OK
+    assert run.value(0, "second_wait") == OK
+    assert (run.value(0, "value"), run.value(0, "source")) == ("42", "1")
+    assert run.value(0, "new_any_source_recv") == OK
+    assert run.value(0, "second_value") == "43"
+    assert_all(run, "finished", [0, 1], "1")
+
+
+def test_error_insulation(mpi_program, run_mpi):
+    """np 4, rank 3 killed after the first barrier: {0,1} never sees the failure nor the revoke of another comm."""
+    run = run_mpi(mpi_program("conformance/insulation.c"), 4, kill={3: "after_barrier"})
+    assert_all(run, "all_recv_from_dead", [0, 1], PF)
+    assert_all(run, "half_allreduce", [0, 1], OK)
+    assert_all(run, "half_sum", [0, 1], "2")
+    assert_all(run, "half_revoked", [0, 1], "0")
+    assert_all(run, "half_allreduce_after_revoke", [0, 1], OK)
+    assert run.value(0, "all_barrier_after_revoke") == REVOKED
+    assert run.value(2, "half_allreduce_with_dead") == PF
+    assert_all(run, "finished", [0, 1, 2], "1")
+
+
+def test_revoke(mpi_program, run_mpi):
+    """np 4, no failure: rank 0 revokes; pending and later operations return REVOKED everywhere."""
+    run = run_mpi(mpi_program("conformance/revoke.c"), 4)
+    ranks = [0, 1, 2, 3]
+    assert run.value(0, "revoke") == OK, run.describe()
+    for key in ("pending_recv", "later_barrier", "later_send", "later_irecv"):
+        assert_all(run, key, ranks, REVOKED)
+    assert_all(run, "is_revoked", ranks, "1")
+    assert_all(run, "shrink", ranks, OK)
+    assert_all(run, "shrunk_size", ranks, "4")
+    assert_all(run, "shrunk_barrier", ranks, OK)
+
+
+def test_shrink(mpi_program, run_mpi):
+    """np 5, ranks 1 and 3 killed after the first barrier: shrink with and without revoke keeps 0,2,4 in order."""
+    run = run_mpi(mpi_program("conformance/shrink.c"), 5, kill={1: "after_barrier", 3: "after_barrier"})
+    survivors = [0, 2, 4]
+    for comm in ("a", "b"):
+        assert_all(run, f"shrink_{comm}", survivors, OK)
+        assert_all(run, f"{comm}_size", survivors, "3")
+        assert_all(run, f"{comm}_order", survivors, "0,2,4")
+        assert run.values(f"{comm}_new_rank", survivors) == {0: "0", 2: "1", 4: "2"}
+        assert_all(run, f"{comm}_allreduce", survivors, OK)
+        assert_all(run, f"{comm}_sum", survivors, "3")
+
+
+@pytest.mark.parametrize("variant,flags", [("agree", ()), ("iagree", ("-DFTCHECK_IAGREE",))])
+def test_agree(mpi_program, run_mpi, variant, flags):
+    """np 4, rank 3 killed after the first agreement: AND of flags; uniform PROC_FAILED until acked."""
+    run = run_mpi(mpi_program("conformance/agree.c", flags), 4, kill={3: "after_first_agree"})
+    survivors = [0, 1, 2]
+    assert run.values("first_rc", [0, 1, 2, 3]) == {r: OK for r in range(4)}, run.describe()
+    assert run.values("first_flag", [0, 1, 2, 3]) == {r: "0x6" for r in range(4)}
+    assert_all(run, "unacked_rc", survivors, PF)
+    assert_all(run, "unacked_flag", survivors, "0x5")
+    assert_all(run, "unacked_again_rc", survivors, PF)
+    assert_all(run, "ack_failed", survivors, OK)
+    assert_all(run, "acked", survivors, "1")
+    assert_all(run, "acked_rc", survivors, OK)
+    assert_all(run, "acked_flag", survivors, "0x3")
+
+
+def test_failure_introspection(mpi_program, run_mpi):
+    """np 4, rank 2 killed after the first barrier: get_failed, ack_failed, failure_get_acked, failure_ack."""
+    run = run_mpi(mpi_program("conformance/failure_info.c"), 4, kill={2: "after_barrier"})
+    survivors = [0, 1, 3]
+    assert_all(run, "recv_from_dead", survivors, PF)
+    assert_all(run, "failed", survivors, "2")
+    assert_all(run, "acked_before", survivors, "none")
+    assert_all(run, "acked_count_before", survivors, "0")
+    assert_all(run, "acked_count_after", survivors, "1")
+    assert_all(run, "acked_after", survivors, "2")
+    assert_all(run, "acked_after_failure_ack", survivors, "2")
