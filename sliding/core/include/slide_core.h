@@ -1,0 +1,331 @@
+/*
+ * slide_core.h -- spare-node substitution for stencil codes on a Cartesian
+ * grid of nodes: layouts, substitution methods and mapping metrics.
+ *
+ * Pure C11. No MPI, no I/O, no global state, no allocation: every function
+ * works on caller-provided memory, is reentrant and thread-safe as long as
+ * callers do not share output buffers. Every name starts with slide_ / SLIDE_.
+ *
+ * ---------------------------------------------------------------------------
+ * Model
+ * ---------------------------------------------------------------------------
+ * Node grid. A 2D or 3D grid of nodes, sizes n[0] x n[1] (x n[2]); the
+ * dimensions are called x, y, z in that order. The grid is a torus (every
+ * dimension wraps around) or a mesh (no dimension wraps). A 2D grid is
+ * handled as a 3D grid with n[2] = 1. The node grid INCLUDES the spares.
+ *
+ * Row-major numbering (same convention as MPI_Cart_rank): the LAST dimension
+ * varies fastest.
+ *     node id = (x * n[1] + y) * n[2] + z        (2D: x * n[1] + y)
+ *
+ * Spares. Spare lines (2D) or planes (3D) sit at the high end of one or two
+ * chosen dimensions: with "x:2" the nodes with x >= n[0] - 2 are spares; with
+ * "x:1,y:1" the nodes with x == n[0]-1 OR y == n[1]-1 are spares. The first
+ * dimension written is the PRIMARY spare dimension (the one slides try
+ * first), the second one the SECONDARY.
+ *
+ * Logical grid and ranks. The application's logical grid is the node grid
+ * minus the spares: L[d] = n[d] - spares[d]. Rank numbering is row-major on
+ * the logical grid, last dimension fastest:
+ *     rank = (lx * L[1] + ly) * L[2] + lz
+ * and before any failure rank (lx,ly,lz) runs on node (lx,ly,lz). Because
+ * both numberings are row-major in the same dimension order, ranks increase
+ * with node ids on the non-spare nodes.
+ *
+ * Hops. The hop distance of two nodes is the sum over dimensions of the
+ * distance along that dimension: |a - b| on a mesh, min(|a-b|, n-|a-b|) on a
+ * torus.
+ *
+ * Failures. A method is a pure function of (layout, ordered list of failed
+ * node ids) -> rank-to-node map. The list is processed as a left fold, one
+ * failure at a time in list order, each step knowing only the failures before
+ * it; so the map after failures F1 then F2 is the map after F1 updated for
+ * F2, and a survivor that knows the agreed ordered list computes the same map
+ * as every other survivor with no messages. For a batch of simultaneous
+ * failures callers should append the batch in ascending node id order (the
+ * convention the sliding runtime uses). A failed node may be a spare (used or
+ * not) or a node that earlier slides moved a rank onto. A failure on a node
+ * that holds no rank only marks it dead. A node listed twice is an error.
+ *
+ * ---------------------------------------------------------------------------
+ * Methods (the exact rules; docs/sliding-methods.md explains why)
+ * ---------------------------------------------------------------------------
+ * "Free" node: alive and holding no rank. "Nearest" ties are broken as
+ * stated per method; "direction rule" for a walk along a line from a node:
+ * walk both ways (on a mesh a walk stops at the grid edge, on a torus it
+ * wraps but never passes its start), take the side whose first free node is
+ * fewer steps away, and on a tie the + (high) side.
+ *
+ * SLIDE_SIMPLE  The failed node's rank moves straight to the free node
+ *               nearest to the failed node by hops; ties -> lowest node id.
+ *               Nobody else moves. Only error: SLIDE_ENOSPARE.
+ *
+ * SLIDE_SLIDE1D Along the line through the failed node parallel to the
+ *               primary spare dimension, pick the first free node by the
+ *               direction rule; the ranks between the failed node and that
+ *               free node each move one alive node toward it (dead nodes on
+ *               the way are jumped over), so the failed rank lands on the
+ *               next alive node of the line. If that line has no free node
+ *               and there is a secondary spare dimension, the same is done
+ *               on the line parallel to it. Promise: if no line parallel to
+ *               the primary spare dimension contains more than one dead node,
+ *               every neighbour pair is at most one hop farther apart than
+ *               before any failure (so at most 2 hops on a mesh).
+ *               Errors: SLIDE_ELINE (those lines have no free node left, but
+ *               free nodes exist elsewhere), SLIDE_ENOSPARE (no free node).
+ *
+ * SLIDE_SLIDE2D The mapping stays a product of one-dimensional maps: logical
+ *               plane i along dimension d runs on physical plane P_d[i]
+ *               (identity for dimensions without spares). A failure on a
+ *               rank's node removes the physical plane (3D) / line (2D)
+ *               containing it along the primary spare dimension: by the
+ *               direction rule applied to planes, the logical planes between
+ *               it and the nearest usable free plane each move one usable
+ *               plane toward it. A plane is usable if it holds no logical
+ *               plane and every node of it that the product map would use is
+ *               alive; unusable planes are jumped over. If no usable plane
+ *               exists along the primary dimension, the same is done along
+ *               the secondary one. Consumes a whole plane of spares per
+ *               failure, but every logical neighbour pair still talks along
+ *               one straight line, so the 5/7-point stencil never puts two
+ *               messages on one directed link (max link load 1).
+ *               Errors: SLIDE_EPLANE (no usable plane but free nodes exist),
+ *               SLIDE_ENOSPARE.
+ *
+ * SLIDE_HYBRID  1. slide1d along the primary spare dimension's line if that
+ *               line has a free node; 2. else slide1d along the secondary
+ *               dimension's line if it has one; 3. else CROSS: among all
+ *               lines parallel to the primary spare dimension that have a
+ *               free node, choose the one nearest to the failed node's line
+ *               (fewest hops in the other dimensions), ties -> fewest steps
+ *               along the line from the entry node to its nearest free node
+ *               (direction rule), ties -> lowest line index (row-major over
+ *               the other dimensions). The path goes from the failed node
+ *               through the other dimensions in increasing dimension order
+ *               (shortest way round on a torus, + on a tie) to the entry node
+ *               on that line, then along the line to its free node; the ranks
+ *               on the path each move one alive node along it. Same promise
+ *               as slide1d while step 3 is never used; step 3 may add more
+ *               hops but never fails while a free node exists.
+ *               Only error: SLIDE_ENOSPARE.
+ *
+ * SLIDE_SHRINK  No spare is used; the logical grid cannot keep one rank per
+ *               node. Every rank whose original node is alive stays there;
+ *               the rank of a dead node is adopted by the alive NON-spare
+ *               node nearest to its original node (hops; ties -> lowest node
+ *               id), which then hosts two or more ranks. The result depends
+ *               only on the SET of failed nodes. Only error:
+ *               SLIDE_ENOSURVIVOR (every non-spare node is dead).
+ *
+ * Every method also returns SLIDE_ENODE (failed id outside 0..nodes-1) and
+ * SLIDE_EDUP (node listed twice) for bad input.
+ */
+#ifndef SLIDE_CORE_H
+#define SLIDE_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SLIDE_MAX_DIMS 3
+/* Buckets of the hop histogram; the last one counts pairs of >= 15 hops. */
+#define SLIDE_HOPS_HIST 16
+
+/* Status codes. 0 is success; every other value has a message from
+ * slide_strerror(). Values are stable (the Python binding relies on them). */
+typedef enum slide_status {
+    SLIDE_OK = 0,
+    SLIDE_EINVAL = 1,          /* NULL pointer or argument out of range */
+    SLIDE_EGRID_SYNTAX = 2,    /* grid string is not [torus:|mesh:]AxB[xC] */
+    SLIDE_EGRID_DIMS = 3,      /* grid is not 2D or 3D */
+    SLIDE_EGRID_SIZE = 4,      /* a size is 0, or the node count >= 2^31 */
+    SLIDE_ESPARES_SYNTAX = 5,  /* spare string is not none | D:K[,D:K] */
+    SLIDE_ESPARES_DIM = 6,     /* spare dimension repeated or not in the grid */
+    SLIDE_ESPARES_COUNT = 7,   /* spare count 0, or leaves no logical node */
+    SLIDE_EMETHOD = 8,         /* unknown method name / value */
+    SLIDE_ENODE = 9,           /* failed node id outside the grid */
+    SLIDE_EDUP = 10,           /* a node appears twice in the failed list */
+    SLIDE_ENOSPARE = 11,       /* no free spare node left */
+    SLIDE_ELINE = 12,          /* slide1d: the failed node's lines are full */
+    SLIDE_EPLANE = 13,         /* slide2d: no usable spare plane left */
+    SLIDE_ENOSURVIVOR = 14,    /* shrink: every non-spare node is dead */
+    SLIDE_EWORKSPACE = 15,     /* workspace too small or misaligned */
+    SLIDE_EMAP = 16            /* a rank-to-node map entry is outside the grid */
+} slide_status;
+
+typedef enum slide_method {
+    SLIDE_SIMPLE = 0,
+    SLIDE_SLIDE1D = 1,
+    SLIDE_SLIDE2D = 2,
+    SLIDE_HYBRID = 3,
+    SLIDE_SHRINK = 4
+} slide_method;
+#define SLIDE_NMETHODS 5
+
+/* Node grid. size[2] == 1 when ndims == 2. */
+typedef struct slide_grid {
+    int32_t ndims;                 /* 2 or 3 */
+    int32_t size[SLIDE_MAX_DIMS];  /* nodes per dimension, spares included */
+    int32_t periodic;              /* 1 torus, 0 mesh */
+} slide_grid;
+
+/* Spare layout, in the order written: dim[0] is the primary spare dimension. */
+typedef struct slide_spares {
+    int32_t ndims;     /* 0 (no spares), 1 or 2 */
+    int32_t dim[2];    /* 0 = x, 1 = y, 2 = z */
+    int32_t count[2];  /* spare lines/planes at the high end of dim[i], >= 1 */
+} slide_spares;
+
+/* A validated grid + spare layout with derived sizes. Fill it with
+ * slide_layout_init() only; treat it as read-only. */
+typedef struct slide_layout {
+    slide_grid grid;
+    slide_spares spares;
+    int32_t spare_count[SLIDE_MAX_DIMS]; /* spares per dimension (0 if none) */
+    int32_t logical[SLIDE_MAX_DIMS];     /* L[d] = size[d] - spare_count[d] */
+    int32_t stride[SLIDE_MAX_DIMS];      /* node id = sum coord[d]*stride[d] */
+    int32_t nodes;                       /* product of size[] */
+    int32_t ranks;                       /* product of logical[] */
+} slide_layout;
+
+/* Metrics of one rank-to-node map (see slide_measure()). */
+typedef struct slide_metrics {
+    int64_t pairs;                     /* logical neighbour pairs, each once */
+    int64_t hops_sum;                  /* sum of hops over the pairs */
+    int32_t hops_max;                  /* largest hops of a pair (0 if none) */
+    double hops_mean;                  /* hops_sum / pairs (0 if no pair) */
+    int64_t hops_hist[SLIDE_HOPS_HIST]; /* pairs with h hops; last: >= 15 */
+    int32_t link_load_max;             /* most messages on one directed link */
+    int64_t links_used;                /* directed links with load >= 1 */
+    int64_t links_overloaded;          /* directed links with load > 1 */
+    int32_t ranks_per_node_max;        /* >1 only for shrink */
+    int32_t ranks_moved;               /* ranks not on their initial node */
+} slide_metrics;
+
+/* ---- messages and names ------------------------------------------------ */
+
+/* One-line English message for a status code ("unknown status" for others).
+ * Cost O(1). Never NULL; the string is static. */
+const char *slide_strerror(int status);
+
+/* Method name ("simple", "slide1d", "slide2d", "hybrid", "shrink"), or NULL
+ * for a value outside the enum. Cost O(1). */
+const char *slide_method_name(int method);
+
+/* Parse a method name (exact, lower case) into *out.
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EMETHOD (unknown name). Cost O(1). */
+int slide_method_parse(const char *name, slide_method *out);
+
+/* ---- parsing and layouts ----------------------------------------------- */
+
+/* Parse a grid string "[torus:|mesh:]AxB" or "[torus:|mesh:]AxBxC" with
+ * decimal sizes >= 1 (lower-case 'x', no spaces). Without a prefix the grid
+ * is a torus. Example: "mesh:4x4", "6x6x6", "torus:48x47x47".
+ * Output: *out (untouched on error). Cost O(strlen).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_SYNTAX, SLIDE_EGRID_DIMS (1 or >3
+ * sizes), SLIDE_EGRID_SIZE (a size of 0, or nodes >= 2^31). */
+int slide_grid_parse(const char *text, slide_grid *out);
+
+/* Parse a spare layout "D:K" or "D:K,E:K" with D,E in {x,y,z} distinct and
+ * K >= 1 decimal, or "none" / "" for no spares. Example: "x:1", "x:2",
+ * "x:1,y:1". Whether the dimensions exist in a grid is checked by
+ * slide_layout_init(). Output: *out (untouched on error). Cost O(strlen).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_ESPARES_SYNTAX, SLIDE_ESPARES_DIM
+ * (repeated dimension), SLIDE_ESPARES_COUNT (K == 0 or K >= 2^31). */
+int slide_spares_parse(const char *text, slide_spares *out);
+
+/* Validate grid + spares and fill *out. Cost O(1).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_DIMS, SLIDE_EGRID_SIZE,
+ * SLIDE_ESPARES_DIM (spare dimension >= ndims, or repeated, or ndims > 2),
+ * SLIDE_ESPARES_COUNT (count < 1, or count >= size of its dimension). */
+int slide_layout_init(slide_layout *out, const slide_grid *grid,
+                      const slide_spares *spares);
+
+/* Coordinates of a node (coords[2] = 0 in 2D). Cost O(1). No check: node
+ * must be in 0..nodes-1. */
+void slide_node_coords(const slide_layout *lay, int32_t node,
+                       int32_t coords[SLIDE_MAX_DIMS]);
+
+/* Node id of coordinates, or -1 if outside the grid. Cost O(1). */
+int32_t slide_node_index(const slide_layout *lay,
+                         const int32_t coords[SLIDE_MAX_DIMS]);
+
+/* 1 if the node is a spare of the layout, 0 if not, -1 if out of range. */
+int slide_is_spare(const slide_layout *lay, int32_t node);
+
+/* Hop distance between two nodes (see Model), -1 if either is out of range.
+ * Cost O(1). */
+int32_t slide_hops(const slide_layout *lay, int32_t a, int32_t b);
+
+/* Failure-free map: rank_to_node[r] for r in 0..ranks-1. Cost O(ranks). */
+void slide_initial_map(const slide_layout *lay, int32_t *rank_to_node);
+
+/* ---- mappings ---------------------------------------------------------- */
+
+/* Bytes of workspace slide_map() needs for this layout (any method):
+ * about 4*nodes + 16*spare nodes + 4*(nodes/size of primary spare dim) plus a
+ * few hundred bytes. Cost O(1). */
+size_t slide_map_workspace_bytes(const slide_layout *lay);
+
+/* New rank-to-node map after the ordered failures failed[0..nfailed-1].
+ *
+ * Inputs: lay from slide_layout_init(); method; failed node ids (may be NULL
+ * when nfailed == 0); work: at least slide_map_workspace_bytes(lay) bytes,
+ * 8-byte aligned, contents ignored (it is scratch).
+ * Output: rank_to_node[0..ranks-1]. *err_index (may be NULL) is -1 on success
+ * and on argument errors, else the index in failed[] of the failure that
+ * could not be handled; then rank_to_node holds the map for the failures
+ * before it (failed[0..*err_index-1]), so callers can report the last good
+ * state.
+ *
+ * Cost: O(nodes) to set up, plus per failure: simple O(spare nodes);
+ * slide1d O(line length); slide2d O(nodes / plane count) per plane visited
+ * and O(ranks) once at the end; hybrid as slide1d, plus O(nodes/line length
+ * + path) when it crosses; shrink O(k^2 .. k^3) for a nearest survivor k
+ * hops away. Roughly 0.2-0.4 ms for 100k nodes (bench/sliding_map).
+ *
+ * Errors: SLIDE_EINVAL (NULL lay/rank_to_node/work, nfailed < 0, failed NULL
+ * with nfailed > 0), SLIDE_EMETHOD, SLIDE_EWORKSPACE, SLIDE_ENODE, SLIDE_EDUP,
+ * and the method errors listed at the top of this file. */
+int slide_map(const slide_layout *lay, int method, const int32_t *failed,
+              int32_t nfailed, int32_t *rank_to_node, void *work,
+              size_t work_bytes, int32_t *err_index);
+
+/* ---- metrics ----------------------------------------------------------- */
+
+/* Bytes of workspace slide_measure() needs: 4 * (7 * nodes + 3 * ranks).
+ * Cost O(1). */
+size_t slide_measure_workspace_bytes(const slide_layout *lay);
+
+/* slide_measure: metrics of a rank-to-node map.
+ *
+ * Neighbour pairs: ranks whose logical coordinates differ by one in one
+ * dimension, each unordered pair once; if stencil_periodic is 1, also the
+ * wrap-around pairs (coordinate L-1 with 0) of every logical dimension with
+ * L >= 3. stencil_periodic -1 means "same as the grid" (torus -> 1).
+ * Messages: the 5-point (2D) / 7-point (3D) stencil sends one message each
+ * way over every pair. Routing is dimension order (x, then y, then z); on a
+ * torus each dimension takes the shorter way round, the + way on a tie; on a
+ * mesh the only way. A message between ranks on the same node uses no link.
+ * A directed link is (node, dimension, +/-). Failed nodes still route.
+ *
+ * Output: *out. Cost O(nodes + ranks * average hops).
+ * Errors: SLIDE_EINVAL (NULL, stencil_periodic not in -1..1),
+ * SLIDE_EWORKSPACE, SLIDE_EMAP (an entry outside 0..nodes-1). */
+int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
+                  int stencil_periodic, slide_metrics *out, void *work,
+                  size_t work_bytes);
+
+/* sizeof of the public structs, so bindings can check their mirrors:
+ * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics;
+ * 0 for anything else. */
+size_t slide_struct_size(int which);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLIDE_CORE_H */

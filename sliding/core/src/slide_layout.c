@@ -1,0 +1,284 @@
+/* Messages, method names, grid / spare parsing and layout arithmetic. */
+#include "slide_internal.h"
+
+#include <string.h>
+
+static const char *const status_messages[] = {
+    [SLIDE_OK] = "success",
+    [SLIDE_EINVAL] = "invalid argument (NULL pointer or value out of range)",
+    [SLIDE_EGRID_SYNTAX] = "bad grid string: expected [torus:|mesh:]AxB or AxBxC, e.g. 'mesh:6x6x6'",
+    [SLIDE_EGRID_DIMS] = "grid must have 2 or 3 dimensions",
+    [SLIDE_EGRID_SIZE] = "grid sizes must be >= 1 and the node count below 2^31",
+    [SLIDE_ESPARES_SYNTAX] = "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, e.g. 'x:1' or 'x:1,y:1'",
+    [SLIDE_ESPARES_DIM] = "spare dimension repeated, more than two, or not in the grid",
+    [SLIDE_ESPARES_COUNT] = "spare count must be >= 1 and leave at least one non-spare node per dimension",
+    [SLIDE_EMETHOD] = "unknown method: choose simple, slide1d, slide2d, hybrid or shrink",
+    [SLIDE_ENODE] = "failed node id is outside the grid",
+    [SLIDE_EDUP] = "a node appears twice in the failed list",
+    [SLIDE_ENOSPARE] = "out of spares: no free spare node is left for the failed rank",
+    [SLIDE_ELINE] = "slide1d: no free spare left on the failed node's lines (hybrid or simple can use spares elsewhere)",
+    [SLIDE_EPLANE] = "slide2d: no whole usable spare plane left (hybrid or simple can use the remaining spares)",
+    [SLIDE_ENOSURVIVOR] = "shrink: every non-spare node has failed",
+    [SLIDE_EWORKSPACE] = "workspace too small or not 8-byte aligned",
+    [SLIDE_EMAP] = "rank-to-node map has an entry outside the grid",
+};
+
+const char *slide_strerror(int status)
+{
+    if (status < 0 || status >= (int)(sizeof status_messages / sizeof status_messages[0]))
+        return "unknown status";
+    return status_messages[status];
+}
+
+static const char *const method_names[SLIDE_NMETHODS] = {
+    [SLIDE_SIMPLE] = "simple",   [SLIDE_SLIDE1D] = "slide1d",
+    [SLIDE_SLIDE2D] = "slide2d", [SLIDE_HYBRID] = "hybrid",
+    [SLIDE_SHRINK] = "shrink",
+};
+
+const char *slide_method_name(int method)
+{
+    if (method < 0 || method >= SLIDE_NMETHODS)
+        return NULL;
+    return method_names[method];
+}
+
+int slide_method_parse(const char *name, slide_method *out)
+{
+    if (name == NULL || out == NULL)
+        return SLIDE_EINVAL;
+    for (int m = 0; m < SLIDE_NMETHODS; m++) {
+        if (strcmp(name, method_names[m]) == 0) {
+            *out = (slide_method)m;
+            return SLIDE_OK;
+        }
+    }
+    return SLIDE_EMETHOD;
+}
+
+/* Parse a decimal number at *p (no sign); advance *p. Returns 0 if no digit,
+ * -1 on overflow past INT32_MAX, 1 on success. */
+static int parse_uint(const char **p, int64_t *value)
+{
+    const char *s = *p;
+    int64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return 0;
+    while (*s >= '0' && *s <= '9') {
+        v = v * 10 + (*s - '0');
+        if (v > INT32_MAX) {
+            while (*s >= '0' && *s <= '9')
+                s++;
+            *p = s;
+            return -1;
+        }
+        s++;
+    }
+    *p = s;
+    *value = v;
+    return 1;
+}
+
+int slide_grid_parse(const char *text, slide_grid *out)
+{
+    if (text == NULL || out == NULL)
+        return SLIDE_EINVAL;
+    slide_grid g = {.ndims = 0, .size = {1, 1, 1}, .periodic = 1};
+    const char *p = text;
+    if (strncmp(p, "torus:", 6) == 0) {
+        p += 6;
+    } else if (strncmp(p, "mesh:", 5) == 0) {
+        g.periodic = 0;
+        p += 5;
+    }
+    int64_t sizes[8];
+    int n = 0, too_big = 0;
+    for (;;) {
+        int64_t v = 0;
+        int r = parse_uint(&p, &v);
+        if (r == 0)
+            return SLIDE_EGRID_SYNTAX;
+        if (r < 0)
+            too_big = 1;
+        if (n < 8)
+            sizes[n] = v;
+        n++;
+        if (*p == '\0')
+            break;
+        if (*p != 'x')
+            return SLIDE_EGRID_SYNTAX;
+        p++;
+    }
+    if (n < 2 || n > 3)
+        return SLIDE_EGRID_DIMS;
+    if (too_big)
+        return SLIDE_EGRID_SIZE;
+    int64_t nodes = 1;
+    for (int d = 0; d < n; d++) {
+        if (sizes[d] < 1)
+            return SLIDE_EGRID_SIZE;
+        nodes *= sizes[d];
+        if (nodes > INT32_MAX)
+            return SLIDE_EGRID_SIZE;
+        g.size[d] = (int32_t)sizes[d];
+    }
+    g.ndims = n;
+    *out = g;
+    return SLIDE_OK;
+}
+
+int slide_spares_parse(const char *text, slide_spares *out)
+{
+    if (text == NULL || out == NULL)
+        return SLIDE_EINVAL;
+    slide_spares s = {.ndims = 0, .dim = {-1, -1}, .count = {0, 0}};
+    if (text[0] == '\0' || strcmp(text, "none") == 0) {
+        *out = s;
+        return SLIDE_OK;
+    }
+    const char *p = text;
+    for (;;) {
+        int d;
+        switch (*p) {
+        case 'x': d = 0; break;
+        case 'y': d = 1; break;
+        case 'z': d = 2; break;
+        default: return SLIDE_ESPARES_SYNTAX;
+        }
+        p++;
+        if (*p != ':')
+            return SLIDE_ESPARES_SYNTAX;
+        p++;
+        int64_t v = 0;
+        int r = parse_uint(&p, &v);
+        if (r == 0)
+            return SLIDE_ESPARES_SYNTAX;
+        if (*p != '\0' && *p != ',')
+            return SLIDE_ESPARES_SYNTAX;
+        if (s.ndims == 2)
+            return SLIDE_ESPARES_DIM;
+        if (s.ndims == 1 && s.dim[0] == d)
+            return SLIDE_ESPARES_DIM;
+        if (r < 0 || v < 1)
+            return SLIDE_ESPARES_COUNT;
+        s.dim[s.ndims] = d;
+        s.count[s.ndims] = (int32_t)v;
+        s.ndims++;
+        if (*p == '\0')
+            break;
+        p++; /* ',' */
+    }
+    *out = s;
+    return SLIDE_OK;
+}
+
+int slide_layout_init(slide_layout *out, const slide_grid *grid,
+                      const slide_spares *spares)
+{
+    if (out == NULL || grid == NULL || spares == NULL)
+        return SLIDE_EINVAL;
+    if (grid->ndims != 2 && grid->ndims != 3)
+        return SLIDE_EGRID_DIMS;
+    if (grid->periodic != 0 && grid->periodic != 1)
+        return SLIDE_EINVAL;
+    slide_layout l;
+    memset(&l, 0, sizeof l);
+    l.grid = *grid;
+    if (grid->ndims == 2)
+        l.grid.size[2] = 1;
+    int64_t nodes = 1;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        if (l.grid.size[d] < 1)
+            return SLIDE_EGRID_SIZE;
+        nodes *= l.grid.size[d];
+        if (nodes > INT32_MAX)
+            return SLIDE_EGRID_SIZE;
+    }
+    if (spares->ndims < 0 || spares->ndims > 2)
+        return SLIDE_ESPARES_DIM;
+    l.spares.ndims = spares->ndims;
+    l.spares.dim[0] = l.spares.dim[1] = -1;
+    for (int i = 0; i < spares->ndims; i++) {
+        int d = spares->dim[i];
+        if (d < 0 || d >= grid->ndims || (i == 1 && d == spares->dim[0]))
+            return SLIDE_ESPARES_DIM;
+        if (spares->count[i] < 1 || spares->count[i] >= l.grid.size[d])
+            return SLIDE_ESPARES_COUNT;
+        l.spares.dim[i] = d;
+        l.spares.count[i] = spares->count[i];
+        l.spare_count[d] = spares->count[i];
+    }
+    int64_t ranks = 1;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        l.logical[d] = l.grid.size[d] - l.spare_count[d];
+        ranks *= l.logical[d];
+    }
+    l.stride[2] = 1;
+    l.stride[1] = l.grid.size[2];
+    l.stride[0] = l.grid.size[1] * l.grid.size[2];
+    l.nodes = (int32_t)nodes;
+    l.ranks = (int32_t)ranks;
+    *out = l;
+    return SLIDE_OK;
+}
+
+void slide_node_coords(const slide_layout *lay, int32_t node,
+                       int32_t coords[SLIDE_MAX_DIMS])
+{
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+        coords[d] = slide_coord_(lay, node, d);
+}
+
+int32_t slide_node_index(const slide_layout *lay,
+                         const int32_t coords[SLIDE_MAX_DIMS])
+{
+    int32_t node = 0;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        if (coords[d] < 0 || coords[d] >= lay->grid.size[d])
+            return -1;
+        node += coords[d] * lay->stride[d];
+    }
+    return node;
+}
+
+int slide_is_spare(const slide_layout *lay, int32_t node)
+{
+    if (node < 0 || node >= lay->nodes)
+        return -1;
+    int32_t c[3];
+    slide_node_coords(lay, node, c);
+    return slide_is_spare_c_(lay, c);
+}
+
+int32_t slide_hops(const slide_layout *lay, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0 || a >= lay->nodes || b >= lay->nodes)
+        return -1;
+    int32_t h = 0;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+        h += slide_dist1_(slide_coord_(lay, a, d), slide_coord_(lay, b, d),
+                          lay->grid.size[d], lay->grid.periodic);
+    return h;
+}
+
+void slide_initial_map(const slide_layout *lay, int32_t *rank_to_node)
+{
+    int32_t r = 0;
+    for (int32_t x = 0; x < lay->logical[0]; x++)
+        for (int32_t y = 0; y < lay->logical[1]; y++) {
+            int32_t base = x * lay->stride[0] + y * lay->stride[1];
+            for (int32_t z = 0; z < lay->logical[2]; z++)
+                rank_to_node[r++] = base + z;
+        }
+}
+
+size_t slide_struct_size(int which)
+{
+    switch (which) {
+    case 0: return sizeof(slide_grid);
+    case 1: return sizeof(slide_spares);
+    case 2: return sizeof(slide_layout);
+    case 3: return sizeof(slide_metrics);
+    default: return 0;
+    }
+}

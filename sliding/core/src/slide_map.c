@@ -1,0 +1,607 @@
+/* Substitution methods: simple, slide1d, slide2d, hybrid, shrink.
+ * The rules are stated in include/slide_core.h; this file follows them. */
+#include "slide_internal.h"
+
+#include <string.h>
+
+#define NODE_FREE (-1) /* node state: alive, no rank */
+#define NODE_DEAD (-2) /* node state: failed */
+
+/* ---- workspace ----------------------------------------------------------- */
+
+static int32_t primary_dim(const slide_layout *lay)
+{
+    return lay->spares.ndims > 0 ? lay->spares.dim[0] : 0;
+}
+
+static int64_t line_count(const slide_layout *lay, int d)
+{
+    return (int64_t)lay->nodes / lay->grid.size[d];
+}
+
+static int64_t path_capacity(const slide_layout *lay)
+{
+    return (int64_t)lay->grid.size[0] + lay->grid.size[1] + lay->grid.size[2] + 4;
+}
+
+/* Workspace in int32 units: node states, spare list (id + coordinates), free count per line of
+ * the primary spare dimension, a path, and slide2d's plane maps. */
+static int64_t workspace_words(const slide_layout *lay)
+{
+    int64_t sum = lay->grid.size[0] + lay->grid.size[1] + lay->grid.size[2];
+    return (int64_t)lay->nodes + 4 * (int64_t)(lay->nodes - lay->ranks) +
+           line_count(lay, primary_dim(lay)) + path_capacity(lay) + 2 * sum + 8;
+}
+
+size_t slide_map_workspace_bytes(const slide_layout *lay)
+{
+    if (lay == NULL)
+        return 0;
+    return (size_t)workspace_words(lay) * sizeof(int32_t);
+}
+
+/* ---- node-level methods (simple, slide1d, hybrid) ------------------------ */
+
+typedef struct node_ctx {
+    const slide_layout *lay;
+    int32_t *n2r;       /* [nodes] rank on the node, NODE_FREE or NODE_DEAD */
+    int32_t *r2n;       /* [ranks] node of each rank (caller's output) */
+    int32_t *spare;     /* [nspare] spare node ids, ascending */
+    int32_t *spare_c;   /* [3 * nspare] their coordinates */
+    int32_t nspare;
+    int32_t *line_free; /* [nodes / size[d1]] free nodes per line along d1 */
+    int32_t *path;      /* [path_capacity] */
+    int32_t nfree;      /* free nodes in the grid */
+    int d1;             /* primary spare dimension */
+} node_ctx;
+
+/* Index of the line parallel to dimension d through node: row-major over
+ * the other dimensions. */
+static int32_t line_index(const slide_layout *lay, int d, int32_t node)
+{
+    int32_t idx = 0;
+    for (int e = 0; e < SLIDE_MAX_DIMS; e++)
+        if (e != d)
+            idx = idx * lay->grid.size[e] + slide_coord_(lay, node, e);
+    return idx;
+}
+
+/* Neighbour of node one step along dimension d in direction s (+1/-1), or
+ * -1 past a mesh edge. */
+static int32_t step_node(const slide_layout *lay, int32_t node, int d, int s)
+{
+    int32_t n = lay->grid.size[d];
+    int32_t c = slide_coord_(lay, node, d);
+    int32_t c2 = c + s;
+    if (c2 < 0 || c2 >= n) {
+        if (!lay->grid.periodic)
+            return -1;
+        c2 = (c2 + n) % n;
+    }
+    return node + (c2 - c) * lay->stride[d];
+}
+
+/* Steps from start along d in direction s to the first free node, or -1. */
+static int32_t steps_to_free(const node_ctx *cx, int32_t start, int d, int s)
+{
+    int32_t n = cx->lay->grid.size[d];
+    int32_t node = start;
+    for (int32_t k = 1; k < n; k++) {
+        node = step_node(cx->lay, node, d, s);
+        if (node < 0)
+            return -1;
+        if (cx->n2r[node] == NODE_FREE)
+            return k;
+    }
+    return -1;
+}
+
+/* Direction rule: nearest free node along the line through start parallel to
+ * d, ties to +. Sets *dir and returns the steps, or -1 if the line (start
+ * excluded) has no free node. */
+static int32_t nearest_on_line(const node_ctx *cx, int32_t start, int d, int *dir)
+{
+    int32_t up = steps_to_free(cx, start, d, +1);
+    int32_t down = steps_to_free(cx, start, d, -1);
+    if (up < 0 && down < 0)
+        return -1;
+    if (down < 0 || (up >= 0 && up <= down)) {
+        *dir = +1;
+        return up;
+    }
+    *dir = -1;
+    return down;
+}
+
+/* Append the nodes of a walk of `steps` steps along d in direction dir. */
+static int32_t append_walk(const node_ctx *cx, int32_t len, int32_t from, int d,
+                           int dir, int32_t steps)
+{
+    int32_t node = from;
+    for (int32_t k = 0; k < steps; k++) {
+        node = step_node(cx->lay, node, d, dir);
+        cx->path[len++] = node;
+    }
+    return len;
+}
+
+/* A free node gets a rank or dies: keep the free counters right. */
+static void free_node_taken(node_ctx *cx, int32_t node)
+{
+    cx->nfree--;
+    cx->line_free[line_index(cx->lay, cx->d1, node)]--;
+}
+
+/* Move `carry` (the rank of a dead node) along path[0..len-1]: every rank on
+ * an alive node moves to the next alive node of the path, dead nodes are
+ * jumped over, and the walk ends on the first free node. */
+static void shift_along_path(node_ctx *cx, int32_t len, int32_t carry)
+{
+    for (int32_t i = 0; i < len; i++) {
+        int32_t node = cx->path[i];
+        int32_t v = cx->n2r[node];
+        if (v == NODE_DEAD)
+            continue;
+        cx->n2r[node] = carry;
+        cx->r2n[carry] = node;
+        if (v == NODE_FREE) {
+            free_node_taken(cx, node);
+            return;
+        }
+        carry = v;
+    }
+}
+
+static int method_simple(node_ctx *cx, int32_t f, int32_t rank)
+{
+    const slide_layout *lay = cx->lay;
+    const int32_t *n = lay->grid.size;
+    const int per = lay->grid.periodic;
+    int32_t c[3];
+    slide_node_coords(lay, f, c);
+    int32_t best = -1, best_hops = 0;
+    for (int32_t i = 0; i < cx->nspare; i++) {
+        int32_t g = cx->spare[i];
+        if (cx->n2r[g] != NODE_FREE)
+            continue;
+        const int32_t *sc = cx->spare_c + 3 * (size_t)i;
+        int32_t h = slide_dist1_(c[0], sc[0], n[0], per) + slide_dist1_(c[1], sc[1], n[1], per) +
+                    slide_dist1_(c[2], sc[2], n[2], per);
+        if (best < 0 || h < best_hops) {
+            best = g;
+            best_hops = h;
+        }
+    }
+    if (best < 0)
+        return SLIDE_ENOSPARE;
+    cx->path[0] = best;
+    shift_along_path(cx, 1, rank);
+    return SLIDE_OK;
+}
+
+static int method_slide1d(node_ctx *cx, int32_t f, int32_t rank)
+{
+    if (cx->nfree == 0)
+        return SLIDE_ENOSPARE;
+    const slide_spares *sp = &cx->lay->spares;
+    for (int i = 0; i < sp->ndims; i++) {
+        int d = sp->dim[i], dir = 0;
+        int32_t steps = nearest_on_line(cx, f, d, &dir);
+        if (steps < 0)
+            continue;
+        int32_t len = append_walk(cx, 0, f, d, dir, steps);
+        shift_along_path(cx, len, rank);
+        return SLIDE_OK;
+    }
+    return SLIDE_ELINE;
+}
+
+/* Hybrid step 3: cross the other dimensions to the nearest line along d1
+ * that has a free node, then slide along it. */
+static int hybrid_cross(node_ctx *cx, int32_t f, int32_t rank)
+{
+    const slide_layout *lay = cx->lay;
+    const int d = cx->d1;
+    int e[2], ne = 0;
+    for (int k = 0; k < SLIDE_MAX_DIMS; k++)
+        if (k != d)
+            e[ne++] = k;
+    int32_t c[3];
+    slide_node_coords(lay, f, c);
+    const int32_t n0 = lay->grid.size[e[0]], n1 = lay->grid.size[e[1]];
+    const int per = lay->grid.periodic;
+    int32_t best_line = -1, best_perp = 0, best_along = 0, best_entry = -1;
+    int best_dir = +1;
+    for (int32_t a = 0; a < n0; a++) {
+        int32_t pa = slide_dist1_(c[e[0]], a, n0, per);
+        if (best_line >= 0 && pa > best_perp)
+            continue;
+        for (int32_t b = 0; b < n1; b++) {
+            int32_t idx = a * n1 + b;
+            if (cx->line_free[idx] <= 0)
+                continue;
+            int32_t perp = pa + slide_dist1_(c[e[1]], b, n1, per);
+            if (best_line >= 0 && perp > best_perp)
+                continue;
+            int32_t entry = c[d] * lay->stride[d] + a * lay->stride[e[0]] +
+                            b * lay->stride[e[1]];
+            int dir = +1;
+            int32_t along = cx->n2r[entry] == NODE_FREE ? 0
+                                                         : nearest_on_line(cx, entry, d, &dir);
+            if (along < 0)
+                continue; /* cannot happen: the line has a free node */
+            if (best_line < 0 || perp < best_perp ||
+                (perp == best_perp && along < best_along)) {
+                best_line = idx;
+                best_perp = perp;
+                best_along = along;
+                best_entry = entry;
+                best_dir = dir;
+            }
+        }
+    }
+    if (best_line < 0)
+        return SLIDE_ENOSPARE;
+    /* Perpendicular legs in increasing dimension order, shortest way round. */
+    int32_t len = 0, node = f;
+    const int32_t target[2] = {slide_coord_(lay, best_entry, e[0]),
+                               slide_coord_(lay, best_entry, e[1])};
+    for (int k = 0; k < 2; k++) {
+        int32_t n = lay->grid.size[e[k]];
+        int32_t from = slide_coord_(lay, node, e[k]);
+        int32_t fwd = ((target[k] - from) % n + n) % n;
+        int dir = +1;
+        int32_t steps = fwd;
+        if (per) {
+            if (n - fwd < fwd) {
+                dir = -1;
+                steps = n - fwd;
+            }
+        } else if (target[k] < from) {
+            dir = -1;
+            steps = from - target[k];
+        }
+        len = append_walk(cx, len, node, e[k], dir, steps);
+        if (steps > 0)
+            node = cx->path[len - 1];
+    }
+    len = append_walk(cx, len, node, d, best_dir, best_along);
+    shift_along_path(cx, len, rank);
+    return SLIDE_OK;
+}
+
+static int method_hybrid(node_ctx *cx, int32_t f, int32_t rank)
+{
+    int rc = method_slide1d(cx, f, rank);
+    if (rc != SLIDE_ELINE)
+        return rc;
+    return hybrid_cross(cx, f, rank);
+}
+
+static int map_nodes(const slide_layout *lay, int method, const int32_t *failed,
+                     int32_t nfailed, int32_t *r2n, int32_t *w, int32_t *err_index)
+{
+    node_ctx cx;
+    cx.lay = lay;
+    cx.d1 = primary_dim(lay);
+    cx.n2r = w;
+    cx.spare = cx.n2r + lay->nodes;
+    cx.spare_c = cx.spare + (lay->nodes - lay->ranks);
+    cx.line_free = cx.spare_c + 3 * (size_t)(lay->nodes - lay->ranks);
+    cx.path = cx.line_free + line_count(lay, cx.d1);
+    cx.r2n = r2n;
+    cx.nspare = 0;
+    memset(cx.line_free, 0, (size_t)line_count(lay, cx.d1) * sizeof(int32_t));
+
+    const int32_t *L = lay->logical, *n = lay->grid.size;
+    int32_t node = 0, rank = 0;
+    for (int32_t x = 0; x < n[0]; x++)
+        for (int32_t y = 0; y < n[1]; y++) {
+            int row_spare = x >= L[0] || y >= L[1];
+            for (int32_t z = 0; z < n[2]; z++, node++) {
+                if (!row_spare && z < L[2]) {
+                    cx.n2r[node] = rank;
+                    r2n[rank++] = node;
+                } else {
+                    cx.n2r[node] = NODE_FREE;
+                    cx.spare_c[3 * (size_t)cx.nspare] = x;
+                    cx.spare_c[3 * (size_t)cx.nspare + 1] = y;
+                    cx.spare_c[3 * (size_t)cx.nspare + 2] = z;
+                    cx.spare[cx.nspare++] = node;
+                    cx.line_free[line_index(lay, cx.d1, node)]++;
+                }
+            }
+        }
+    cx.nfree = cx.nspare;
+
+    for (int32_t i = 0; i < nfailed; i++) {
+        int32_t f = failed[i];
+        int rc = SLIDE_OK;
+        if (f < 0 || f >= lay->nodes)
+            rc = SLIDE_ENODE;
+        else if (cx.n2r[f] == NODE_DEAD)
+            rc = SLIDE_EDUP;
+        if (rc == SLIDE_OK) {
+            int32_t v = cx.n2r[f];
+            cx.n2r[f] = NODE_DEAD;
+            if (v == NODE_FREE) {
+                free_node_taken(&cx, f);
+                continue;
+            }
+            switch (method) {
+            case SLIDE_SIMPLE: rc = method_simple(&cx, f, v); break;
+            case SLIDE_SLIDE1D: rc = method_slide1d(&cx, f, v); break;
+            default: rc = method_hybrid(&cx, f, v); break;
+            }
+            if (rc != SLIDE_OK)
+                cx.n2r[f] = v; /* methods fail before moving anything */
+        }
+        if (rc != SLIDE_OK) {
+            if (err_index)
+                *err_index = i;
+            return rc;
+        }
+    }
+    return SLIDE_OK;
+}
+
+/* ---- slide2d ------------------------------------------------------------- */
+
+typedef struct plane_ctx {
+    const slide_layout *lay;
+    int32_t *dead;                 /* [nodes] 1 if failed */
+    int32_t *inv[SLIDE_MAX_DIMS];  /* [size[d]] logical plane on it, or NODE_FREE */
+    int32_t *fwd[SLIDE_MAX_DIMS];  /* [logical[d]] physical plane of it */
+} plane_ctx;
+
+/* Plane g along d is usable: no logical plane on it, and every node of it
+ * that the product map would use (other coordinates in use) is alive. */
+static int plane_usable(const plane_ctx *px, int d, int32_t g)
+{
+    const slide_layout *lay = px->lay;
+    if (px->inv[d][g] != NODE_FREE)
+        return 0;
+    int e0 = d == 0 ? 1 : 0, e1 = d == 2 ? 1 : 2;
+    for (int32_t a = 0; a < lay->grid.size[e0]; a++) {
+        if (px->inv[e0][a] < 0)
+            continue;
+        int32_t base = g * lay->stride[d] + a * lay->stride[e0];
+        for (int32_t b = 0; b < lay->grid.size[e1]; b++)
+            if (px->inv[e1][b] >= 0 && px->dead[base + b * lay->stride[e1]])
+                return 0;
+    }
+    return 1;
+}
+
+/* Steps from plane a along d in direction s to the first usable plane. */
+static int32_t plane_steps(const plane_ctx *px, int d, int32_t a, int s, int32_t *goal)
+{
+    int32_t n = px->lay->grid.size[d];
+    int32_t p = a;
+    for (int32_t k = 1; k < n; k++) {
+        p += s;
+        if (p < 0 || p >= n) {
+            if (!px->lay->grid.periodic)
+                return -1;
+            p = (p + n) % n;
+        }
+        if (plane_usable(px, d, p)) {
+            *goal = p;
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* Remove physical plane a along d; logical planes slide toward the nearest
+ * usable plane. Returns 0 if there is none (nothing changed). */
+static int plane_slide(plane_ctx *px, int d, int32_t a)
+{
+    int32_t gu = -1, gd = -1;
+    int32_t up = plane_steps(px, d, a, +1, &gu);
+    int32_t down = plane_steps(px, d, a, -1, &gd);
+    if (up < 0 && down < 0)
+        return 0;
+    int s = +1;
+    int32_t goal = gu;
+    if (up < 0 || (down >= 0 && down < up)) {
+        s = -1;
+        goal = gd;
+    }
+    int32_t n = px->lay->grid.size[d];
+    int32_t carry = px->inv[d][a];
+    px->inv[d][a] = NODE_FREE;
+    for (int32_t p = (a + s + n) % n;; p = (p + s + n) % n) {
+        int32_t v = px->inv[d][p];
+        if (v == NODE_FREE && p != goal)
+            continue; /* unusable plane: jump over it */
+        px->inv[d][p] = carry;
+        px->fwd[d][carry] = p;
+        if (p == goal)
+            break;
+        carry = v;
+    }
+    return 1;
+}
+
+static void plane_write_map(const plane_ctx *px, int32_t *r2n)
+{
+    const slide_layout *lay = px->lay;
+    int32_t r = 0;
+    for (int32_t x = 0; x < lay->logical[0]; x++)
+        for (int32_t y = 0; y < lay->logical[1]; y++) {
+            int32_t base = px->fwd[0][x] * lay->stride[0] + px->fwd[1][y] * lay->stride[1];
+            for (int32_t z = 0; z < lay->logical[2]; z++)
+                r2n[r++] = base + px->fwd[2][z];
+        }
+}
+
+static int map_slide2d(const slide_layout *lay, const int32_t *failed,
+                       int32_t nfailed, int32_t *r2n, int32_t *w, int32_t *err_index)
+{
+    plane_ctx px;
+    px.lay = lay;
+    px.dead = w;
+    int32_t *p = w + lay->nodes;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        px.inv[d] = p;
+        p += lay->grid.size[d];
+        px.fwd[d] = p;
+        p += lay->grid.size[d];
+        for (int32_t i = 0; i < lay->grid.size[d]; i++)
+            px.inv[d][i] = i < lay->logical[d] ? i : NODE_FREE;
+        for (int32_t i = 0; i < lay->logical[d]; i++)
+            px.fwd[d][i] = i;
+    }
+    memset(px.dead, 0, (size_t)lay->nodes * sizeof(int32_t));
+    int32_t ndead = 0;
+    for (int32_t i = 0; i < nfailed; i++) {
+        int32_t f = failed[i];
+        int rc = SLIDE_OK;
+        if (f < 0 || f >= lay->nodes) {
+            rc = SLIDE_ENODE;
+        } else if (px.dead[f]) {
+            rc = SLIDE_EDUP;
+        } else {
+            px.dead[f] = 1;
+            ndead++;
+            int holds = 1;
+            for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+                if (px.inv[d][slide_coord_(lay, f, d)] < 0)
+                    holds = 0;
+            if (!holds)
+                continue;
+            int done = 0;
+            for (int k = 0; k < lay->spares.ndims && !done; k++) {
+                int d = lay->spares.dim[k];
+                done = plane_slide(&px, d, slide_coord_(lay, f, d));
+            }
+            if (!done) {
+                int64_t free_alive = (int64_t)lay->nodes - ndead - (lay->ranks - 1);
+                rc = free_alive > 0 ? SLIDE_EPLANE : SLIDE_ENOSPARE;
+            }
+        }
+        if (rc != SLIDE_OK) {
+            if (err_index)
+                *err_index = i;
+            plane_write_map(&px, r2n);
+            return rc;
+        }
+    }
+    plane_write_map(&px, r2n);
+    return SLIDE_OK;
+}
+
+/* ---- shrink -------------------------------------------------------------- */
+
+/* Alive non-spare node nearest to node (hops), ties to the lowest id, or -1.
+ * Searches shells of growing hop distance. */
+static int32_t nearest_survivor(const slide_layout *lay, const int32_t *dead, int32_t node)
+{
+    int32_t c[3];
+    slide_node_coords(lay, node, c);
+    const int32_t *n = lay->grid.size;
+    const int per = lay->grid.periodic;
+    int32_t maxk = 0;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+        maxk += per ? n[d] / 2 : n[d] - 1;
+    for (int32_t k = 1; k <= maxk; k++) {
+        int32_t best = -1;
+        int32_t rx = n[0] > 1 ? k : 0;
+        for (int32_t dx = -rx; dx <= rx; dx++) {
+            int32_t rem = k - (dx < 0 ? -dx : dx);
+            int32_t ry = n[1] > 1 ? rem : 0;
+            for (int32_t dy = -ry; dy <= ry; dy++) {
+                int32_t dz = rem - (dy < 0 ? -dy : dy);
+                if (dz != 0 && n[2] == 1)
+                    continue;
+                for (int sgn = 0; sgn < (dz == 0 ? 1 : 2); sgn++) {
+                    int32_t off[3] = {dx, dy, sgn ? -dz : dz};
+                    int32_t t[3], ok = 1;
+                    for (int d = 0; d < 3 && ok; d++) {
+                        t[d] = c[d] + off[d];
+                        if (t[d] < 0 || t[d] >= n[d]) {
+                            if (!per)
+                                ok = 0;
+                            else
+                                t[d] = ((t[d] % n[d]) + n[d]) % n[d];
+                        }
+                    }
+                    if (!ok || slide_is_spare_c_(lay, t))
+                        continue;
+                    int32_t id = t[0] * lay->stride[0] + t[1] * lay->stride[1] + t[2];
+                    if (!dead[id] && (best < 0 || id < best))
+                        best = id;
+                }
+            }
+        }
+        if (best >= 0)
+            return best;
+    }
+    return -1;
+}
+
+static void shrink_write_map(const slide_layout *lay, const int32_t *dead, int32_t *r2n)
+{
+    slide_initial_map(lay, r2n);
+    for (int32_t r = 0; r < lay->ranks; r++)
+        if (dead[r2n[r]])
+            r2n[r] = nearest_survivor(lay, dead, r2n[r]);
+}
+
+static int map_shrink(const slide_layout *lay, const int32_t *failed,
+                      int32_t nfailed, int32_t *r2n, int32_t *w, int32_t *err_index)
+{
+    int32_t *dead = w;
+    memset(dead, 0, (size_t)lay->nodes * sizeof(int32_t));
+    int32_t lost = 0;
+    for (int32_t i = 0; i < nfailed; i++) {
+        int32_t f = failed[i];
+        int rc = SLIDE_OK;
+        if (f < 0 || f >= lay->nodes) {
+            rc = SLIDE_ENODE;
+        } else if (dead[f]) {
+            rc = SLIDE_EDUP;
+        } else if (slide_is_spare(lay, f) == 0 && lost + 1 == lay->ranks) {
+            rc = SLIDE_ENOSURVIVOR;
+        } else {
+            dead[f] = 1;
+            if (slide_is_spare(lay, f) == 0)
+                lost++;
+        }
+        if (rc != SLIDE_OK) {
+            if (err_index)
+                *err_index = i;
+            shrink_write_map(lay, dead, r2n);
+            return rc;
+        }
+    }
+    shrink_write_map(lay, dead, r2n);
+    return SLIDE_OK;
+}
+
+/* ---- entry point --------------------------------------------------------- */
+
+int slide_map(const slide_layout *lay, int method, const int32_t *failed,
+              int32_t nfailed, int32_t *rank_to_node, void *work,
+              size_t work_bytes, int32_t *err_index)
+{
+    if (err_index)
+        *err_index = -1;
+    if (lay == NULL || rank_to_node == NULL || work == NULL || nfailed < 0 ||
+        (failed == NULL && nfailed > 0))
+        return SLIDE_EINVAL;
+    if (method < 0 || method >= SLIDE_NMETHODS)
+        return SLIDE_EMETHOD;
+    if (work_bytes < slide_map_workspace_bytes(lay) || ((uintptr_t)work % 8) != 0)
+        return SLIDE_EWORKSPACE;
+    int32_t *w = (int32_t *)work;
+    switch (method) {
+    case SLIDE_SLIDE2D:
+        return map_slide2d(lay, failed, nfailed, rank_to_node, w, err_index);
+    case SLIDE_SHRINK:
+        return map_shrink(lay, failed, nfailed, rank_to_node, w, err_index);
+    default:
+        return map_nodes(lay, method, failed, nfailed, rank_to_node, w, err_index);
+    }
+}

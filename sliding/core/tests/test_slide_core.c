@@ -1,0 +1,778 @@
+/* Unit tests of the slide_core library. Usage: test_slide_core GROUP
+ * where GROUP is parse, layout, examples, properties, promises, metrics or
+ * errors (ctest runs each group as its own test). */
+#include "slide_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long checks, failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        checks++;                                                            \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            if (failures <= 30) {                                            \
+                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,       \
+                        __LINE__, #cond);                                    \
+                fprintf(stderr, __VA_ARGS__);                                \
+                fputc('\n', stderr);                                         \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static slide_layout make_layout(const char *grid, const char *spares)
+{
+    slide_grid g;
+    slide_spares s;
+    slide_layout l;
+    memset(&l, 0, sizeof l);
+    int rc = slide_grid_parse(grid, &g);
+    if (rc == SLIDE_OK)
+        rc = slide_spares_parse(spares, &s);
+    if (rc == SLIDE_OK)
+        rc = slide_layout_init(&l, &g, &s);
+    if (rc != SLIDE_OK) {
+        fprintf(stderr, "layout %s %s: %s\n", grid, spares, slide_strerror(rc));
+        exit(2);
+    }
+    return l;
+}
+
+static uint64_t rng_state;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int32_t rng_below(int32_t n) { return (int32_t)(rng_next() % (uint64_t)n); }
+
+/* slide_map with a freshly allocated workspace full of the given garbage
+ * byte, so determinism checks see different scratch contents. */
+static int run_map(const slide_layout *lay, int method, const int32_t *failed,
+                   int32_t n, int32_t *out, int32_t *err_index, unsigned char garbage)
+{
+    size_t bytes = slide_map_workspace_bytes(lay);
+    void *work = malloc(bytes);
+    memset(work, garbage, bytes);
+    int rc = slide_map(lay, method, failed, n, out, work, bytes, err_index);
+    free(work);
+    return rc;
+}
+
+static int run_metrics(const slide_layout *lay, const int32_t *map, int periodic,
+                       slide_metrics *m)
+{
+    size_t bytes = slide_measure_workspace_bytes(lay);
+    void *work = malloc(bytes);
+    int rc = slide_measure(lay, map, periodic, m, work, bytes);
+    free(work);
+    return rc;
+}
+
+static int same_map(const int32_t *a, const int32_t *b, int32_t n)
+{
+    return memcmp(a, b, (size_t)n * sizeof *a) == 0;
+}
+
+static int32_t node_of(const slide_layout *lay, int32_t x, int32_t y, int32_t z)
+{
+    int32_t c[3] = {x, y, z};
+    return slide_node_index(lay, c);
+}
+
+static void check_map_literal(const char *what, const int32_t *got, const int32_t *want, int32_t n)
+{
+    int ok = same_map(got, want, n);
+    CHECK(ok, "%s: map differs from the hand-computed one", what);
+    if (!ok) {
+        fprintf(stderr, "  got :");
+        for (int32_t i = 0; i < n; i++)
+            fprintf(stderr, " %d", got[i]);
+        fprintf(stderr, "\n  want:");
+        for (int32_t i = 0; i < n; i++)
+            fprintf(stderr, " %d", want[i]);
+        fputc('\n', stderr);
+    }
+}
+
+/* ---- parse ---------------------------------------------------------------- */
+
+static void test_parse(void)
+{
+    slide_grid g;
+    CHECK(slide_grid_parse("6x6x6", &g) == SLIDE_OK, "6x6x6");
+    CHECK(g.ndims == 3 && g.size[0] == 6 && g.size[1] == 6 && g.size[2] == 6 && g.periodic == 1,
+          "6x6x6 fields");
+    CHECK(slide_grid_parse("mesh:4x5", &g) == SLIDE_OK && g.ndims == 2 && g.size[0] == 4 &&
+              g.size[1] == 5 && g.size[2] == 1 && g.periodic == 0,
+          "mesh:4x5");
+    CHECK(slide_grid_parse("torus:48x47x47", &g) == SLIDE_OK && g.periodic == 1 && g.size[0] == 48,
+          "torus prefix");
+    struct { const char *text; int rc; } bad_grids[] = {
+        {"", SLIDE_EGRID_SYNTAX},        {"6", SLIDE_EGRID_DIMS},
+        {"6x", SLIDE_EGRID_SYNTAX},      {"x6", SLIDE_EGRID_SYNTAX},
+        {"6x6x6x6", SLIDE_EGRID_DIMS},   {"0x4", SLIDE_EGRID_SIZE},
+        {"6X6", SLIDE_EGRID_SYNTAX},     {"mesh:", SLIDE_EGRID_SYNTAX},
+        {"ring:4x4", SLIDE_EGRID_SYNTAX}, {"4x4 ", SLIDE_EGRID_SYNTAX},
+        {"-4x4", SLIDE_EGRID_SYNTAX},    {"99999x99999x99999", SLIDE_EGRID_SIZE},
+        {"4x99999999999", SLIDE_EGRID_SIZE}, {"4x4x", SLIDE_EGRID_SYNTAX},
+    };
+    for (size_t i = 0; i < sizeof bad_grids / sizeof bad_grids[0]; i++) {
+        slide_grid before = {.ndims = 7};
+        int rc = slide_grid_parse(bad_grids[i].text, &before);
+        CHECK(rc == bad_grids[i].rc, "grid '%s': got %d want %d", bad_grids[i].text, rc,
+              bad_grids[i].rc);
+        CHECK(before.ndims == 7, "grid '%s': output written on error", bad_grids[i].text);
+    }
+    CHECK(slide_grid_parse(NULL, &g) == SLIDE_EINVAL, "NULL grid text");
+
+    slide_spares s;
+    CHECK(slide_spares_parse("x:1", &s) == SLIDE_OK && s.ndims == 1 && s.dim[0] == 0 &&
+              s.count[0] == 1,
+          "x:1");
+    CHECK(slide_spares_parse("y:2,x:1", &s) == SLIDE_OK && s.ndims == 2 && s.dim[0] == 1 &&
+              s.count[0] == 2 && s.dim[1] == 0 && s.count[1] == 1,
+          "y:2,x:1 keeps the written order (primary y)");
+    CHECK(slide_spares_parse("none", &s) == SLIDE_OK && s.ndims == 0, "none");
+    CHECK(slide_spares_parse("", &s) == SLIDE_OK && s.ndims == 0, "empty");
+    struct { const char *text; int rc; } bad_spares[] = {
+        {"x", SLIDE_ESPARES_SYNTAX},         {"x:", SLIDE_ESPARES_SYNTAX},
+        {"x:0", SLIDE_ESPARES_COUNT},        {"w:1", SLIDE_ESPARES_SYNTAX},
+        {"x:1,x:2", SLIDE_ESPARES_DIM},      {"x:1,y:1,z:1", SLIDE_ESPARES_DIM},
+        {"x:1;y:1", SLIDE_ESPARES_SYNTAX},   {"x:1,", SLIDE_ESPARES_SYNTAX},
+        {"X:1", SLIDE_ESPARES_SYNTAX},       {"x:99999999999", SLIDE_ESPARES_COUNT},
+        {"x:-1", SLIDE_ESPARES_SYNTAX},      {"x1", SLIDE_ESPARES_SYNTAX},
+    };
+    for (size_t i = 0; i < sizeof bad_spares / sizeof bad_spares[0]; i++) {
+        int rc = slide_spares_parse(bad_spares[i].text, &s);
+        CHECK(rc == bad_spares[i].rc, "spares '%s': got %d want %d", bad_spares[i].text, rc,
+              bad_spares[i].rc);
+    }
+
+    slide_method m;
+    const char *names[] = {"simple", "slide1d", "slide2d", "hybrid", "shrink"};
+    for (int i = 0; i < 5; i++) {
+        CHECK(slide_method_parse(names[i], &m) == SLIDE_OK && (int)m == i, "method %s", names[i]);
+        CHECK(strcmp(slide_method_name(i), names[i]) == 0, "name of %d", i);
+    }
+    CHECK(slide_method_parse("foo", &m) == SLIDE_EMETHOD, "unknown method");
+    CHECK(slide_method_parse("Simple", &m) == SLIDE_EMETHOD, "method names are exact");
+    CHECK(slide_method_name(5) == NULL && slide_method_name(-1) == NULL, "name out of range");
+    for (int code = 0; code <= SLIDE_EMAP; code++)
+        CHECK(slide_strerror(code) != NULL && strlen(slide_strerror(code)) > 5 &&
+                  strcmp(slide_strerror(code), "unknown status") != 0,
+              "message for %d", code);
+    CHECK(strcmp(slide_strerror(999), "unknown status") == 0, "unknown code");
+    CHECK(strstr(slide_strerror(SLIDE_EMETHOD), "simple, slide1d, slide2d, hybrid or shrink") != NULL,
+          "method message lists the choices");
+}
+
+/* ---- layout --------------------------------------------------------------- */
+
+static void test_layout(void)
+{
+    slide_layout l = make_layout("mesh:4x4", "x:1");
+    CHECK(l.nodes == 16 && l.ranks == 12 && l.logical[0] == 3 && l.logical[1] == 4 &&
+              l.logical[2] == 1,
+          "4x4 x:1 sizes");
+    /* Row-major, last dimension fastest: node (x,y) = x*4 + y. */
+    CHECK(node_of(&l, 1, 2, 0) == 6, "node (1,2) of 4x4 is 6");
+    int32_t c[3];
+    slide_node_coords(&l, 13, c);
+    CHECK(c[0] == 3 && c[1] == 1 && c[2] == 0, "coords of 13");
+    CHECK(slide_is_spare(&l, 12) == 1 && slide_is_spare(&l, 11) == 0 && slide_is_spare(&l, 16) == -1,
+          "spares of 4x4 x:1");
+    CHECK(slide_hops(&l, 0, 15) == 6, "mesh hops corner to corner");
+    int32_t init[12];
+    slide_initial_map(&l, init);
+    for (int32_t r = 0; r < 12; r++)
+        CHECK(init[r] == r, "initial map 4x4 x:1 rank %d", r);
+
+    slide_layout t = make_layout("torus:5x4x3", "y:1,x:2");
+    CHECK(t.logical[0] == 3 && t.logical[1] == 3 && t.logical[2] == 3 && t.ranks == 27 &&
+              t.nodes == 60 && t.spares.dim[0] == 1,
+          "5x4x3 y:1,x:2");
+    CHECK(slide_hops(&t, node_of(&t, 0, 0, 0), node_of(&t, 4, 3, 2)) == 3, "torus hops wrap");
+    int32_t init27[27];
+    slide_initial_map(&t, init27);
+    /* rank (1,2,1) = (1*3+2)*3+1 = 16 runs on node (1*4+2)*3+1 = 19 */
+    CHECK(init27[16] == 19, "initial map 3D rank 16 -> node 19, got %d", init27[16]);
+    CHECK(slide_is_spare(&t, node_of(&t, 2, 3, 0)) == 1 && slide_is_spare(&t, node_of(&t, 3, 0, 0)) == 1 &&
+              slide_is_spare(&t, node_of(&t, 2, 2, 2)) == 0,
+          "two spare dims");
+
+    slide_grid g2, g3;
+    slide_spares s;
+    slide_layout out;
+    slide_grid_parse("4x4", &g2);
+    slide_grid_parse("4x4x4", &g3);
+    slide_spares_parse("z:1", &s);
+    CHECK(slide_layout_init(&out, &g2, &s) == SLIDE_ESPARES_DIM, "z spares on a 2D grid");
+    CHECK(slide_layout_init(&out, &g3, &s) == SLIDE_OK, "z spares on a 3D grid");
+    slide_spares_parse("x:4", &s);
+    CHECK(slide_layout_init(&out, &g2, &s) == SLIDE_ESPARES_COUNT, "all of x spare");
+    slide_spares_parse("x:3", &s);
+    CHECK(slide_layout_init(&out, &g2, &s) == SLIDE_OK && out.logical[0] == 1, "x:3 leaves one plane");
+    CHECK(slide_layout_init(NULL, &g2, &s) == SLIDE_EINVAL, "NULL layout");
+    slide_grid bad = g2;
+    bad.ndims = 4;
+    CHECK(slide_layout_init(&out, &bad, &s) == SLIDE_EGRID_DIMS, "4D grid struct");
+    CHECK(slide_struct_size(2) == sizeof(slide_layout) && slide_struct_size(9) == 0, "struct sizes");
+}
+
+/* ---- hand-computed examples ----------------------------------------------- */
+
+static void test_examples(void)
+{
+    /* 4x4 mesh, spare column x = 3 (nodes 12..15); rank r on node r. Node 5
+     * = (1,1) holds rank 5. */
+    slide_layout l = make_layout("mesh:4x4", "x:1");
+    int32_t map[12], e;
+    int32_t f5[] = {5};
+    CHECK(run_map(&l, SLIDE_SIMPLE, f5, 1, map, &e, 0) == SLIDE_OK && e == -1, "simple 5");
+    check_map_literal("simple [5]", map, (int32_t[]){0, 1, 2, 3, 4, 13, 6, 7, 8, 9, 10, 11}, 12);
+    CHECK(run_map(&l, SLIDE_SLIDE1D, f5, 1, map, &e, 0) == SLIDE_OK, "slide1d 5");
+    check_map_literal("slide1d [5]", map, (int32_t[]){0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11}, 12);
+    CHECK(run_map(&l, SLIDE_HYBRID, f5, 1, map, &e, 0) == SLIDE_OK, "hybrid 5");
+    check_map_literal("hybrid [5]", map, (int32_t[]){0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11}, 12);
+    CHECK(run_map(&l, SLIDE_SLIDE2D, f5, 1, map, &e, 0) == SLIDE_OK, "slide2d 5");
+    check_map_literal("slide2d [5]", map, (int32_t[]){0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15}, 12);
+    CHECK(run_map(&l, SLIDE_SHRINK, f5, 1, map, &e, 0) == SLIDE_OK, "shrink 5");
+    check_map_literal("shrink [5]", map, (int32_t[]){0, 1, 2, 3, 4, 1, 6, 7, 8, 9, 10, 11}, 12);
+
+    /* Second failure on node 9, which slide1d moved rank 5 onto. */
+    int32_t f59[] = {5, 9};
+    CHECK(run_map(&l, SLIDE_SLIDE1D, f59, 2, map, &e, 0) == SLIDE_ELINE && e == 1,
+          "slide1d: line y=1 is full");
+    check_map_literal("slide1d [5,9] keeps the map of [5]", map,
+                      (int32_t[]){0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11}, 12);
+    CHECK(run_map(&l, SLIDE_HYBRID, f59, 2, map, &e, 0) == SLIDE_OK, "hybrid [5,9]");
+    /* crosses to line y=0 (tie with y=2 -> lowest index): 9 -> 8 -> 12 */
+    check_map_literal("hybrid [5,9]", map, (int32_t[]){0, 1, 2, 3, 4, 8, 6, 7, 12, 13, 10, 11}, 12);
+    int32_t f513[] = {5, 13};
+    CHECK(run_map(&l, SLIDE_SIMPLE, f513, 2, map, &e, 0) == SLIDE_OK, "simple [5,13]");
+    /* rank 5 on spare 13 fails again: 12 and 14 are 1 hop away -> 12 */
+    check_map_literal("simple [5,13]", map, (int32_t[]){0, 1, 2, 3, 4, 12, 6, 7, 8, 9, 10, 11}, 12);
+    int32_t f50[] = {5, 0};
+    CHECK(run_map(&l, SLIDE_SLIDE2D, f50, 2, map, &e, 0) == SLIDE_EPLANE && e == 1,
+          "slide2d: the only spare plane is used");
+    check_map_literal("slide2d [5,0] keeps [5]", map,
+                      (int32_t[]){0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15}, 12);
+    int32_t f56[] = {5, 6};
+    CHECK(run_map(&l, SLIDE_SHRINK, f56, 2, map, &e, 0) == SLIDE_OK, "shrink [5,6]");
+    /* 6 = (1,2): neighbours 2, 10, 7 alive (5 dead) -> 2 */
+    check_map_literal("shrink [5,6]", map, (int32_t[]){0, 1, 2, 3, 4, 1, 2, 7, 8, 9, 10, 11}, 12);
+
+    /* A spare fails first (13), then node 5 on its line. */
+    int32_t f135[] = {13, 5};
+    CHECK(run_map(&l, SLIDE_SLIDE1D, f135, 2, map, &e, 0) == SLIDE_ELINE && e == 1,
+          "slide1d after its line's spare died");
+    CHECK(run_map(&l, SLIDE_HYBRID, f135, 2, map, &e, 0) == SLIDE_OK, "hybrid [13,5]");
+    check_map_literal("hybrid [13,5]", map, (int32_t[]){0, 1, 2, 3, 8, 4, 6, 7, 12, 9, 10, 11}, 12);
+    CHECK(run_map(&l, SLIDE_SIMPLE, f135, 2, map, &e, 0) == SLIDE_OK, "simple [13,5]");
+    check_map_literal("simple [13,5]", map, (int32_t[]){0, 1, 2, 3, 4, 12, 6, 7, 8, 9, 10, 11}, 12);
+    int32_t f125[] = {12, 5};
+    CHECK(run_map(&l, SLIDE_SLIDE2D, f125, 2, map, &e, 0) == SLIDE_EPLANE && e == 1,
+          "slide2d after a spare of the plane died");
+
+    /* Torus: the slide goes the short way round. 4x4 torus x:1, node 1 = (0,1). */
+    slide_layout t = make_layout("torus:4x4", "x:1");
+    int32_t f1[] = {1};
+    CHECK(run_map(&t, SLIDE_SLIDE1D, f1, 1, map, &e, 0) == SLIDE_OK, "torus slide1d");
+    check_map_literal("torus slide1d [1]", map, (int32_t[]){0, 13, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12);
+    CHECK(run_map(&t, SLIDE_SLIDE2D, f1, 1, map, &e, 0) == SLIDE_OK, "torus slide2d");
+    check_map_literal("torus slide2d [1]", map,
+                      (int32_t[]){12, 13, 14, 15, 4, 5, 6, 7, 8, 9, 10, 11}, 12);
+    int32_t f9[] = {9}; /* (2,1): + side is 1 step */
+    CHECK(run_map(&t, SLIDE_SLIDE1D, f9, 1, map, &e, 0) == SLIDE_OK, "torus slide1d 9");
+    check_map_literal("torus slide1d [9]", map, (int32_t[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 10, 11}, 12);
+
+    /* 3D mesh 3x3x3 with a spare plane z = 2: rank (x,y,z) = (3x+y)*2+z. */
+    slide_layout c = make_layout("mesh:3x3x3", "z:1");
+    int32_t map3[18];
+    int32_t f12[] = {12}; /* node (1,1,0), rank 8 */
+    CHECK(run_map(&c, SLIDE_SLIDE1D, f12, 1, map3, &e, 0) == SLIDE_OK, "3D slide1d");
+    int32_t want3[18];
+    slide_initial_map(&c, want3);
+    want3[8] = 13;
+    want3[9] = 14;
+    check_map_literal("3D slide1d [12]", map3, want3, 18);
+
+    /* No spares at all: every method but shrink is out of spares. */
+    slide_layout n = make_layout("mesh:3x3", "none");
+    int32_t map9[9];
+    int32_t f4[] = {4};
+    for (int m = 0; m < 4; m++)
+        CHECK(run_map(&n, m, f4, 1, map9, &e, 0) == SLIDE_ENOSPARE && e == 0, "no spares, %s",
+              slide_method_name(m));
+    CHECK(run_map(&n, SLIDE_SHRINK, f4, 1, map9, &e, 0) == SLIDE_OK && map9[4] == 1,
+          "shrink without spares: rank 4 -> node 1 (got %d)", map9[4]);
+}
+
+/* ---- properties over random failure sequences ------------------------------ */
+
+static const char *const prop_grids[][2] = {
+    {"mesh:6x5", "x:1"},       {"torus:7x6", "y:2"},       {"torus:9x9", "x:1,y:1"},
+    {"mesh:8x4", "y:1,x:2"},   {"torus:6x5x4", "x:1"},     {"mesh:5x6x5", "x:1,y:1"},
+    {"torus:5x5x6", "z:2,x:1"}, {"mesh:4x4x7", "z:2"},     {"torus:2x3", "x:1"},
+    {"mesh:3x2x2", "y:1,z:1"}, {"torus:4x4x4", "y:1,z:1"}, {"mesh:12x3", "x:3"},
+};
+#define NPROP (sizeof prop_grids / sizeof prop_grids[0])
+
+static int allowed_error(int method, int rc)
+{
+    switch (method) {
+    case SLIDE_SIMPLE:
+    case SLIDE_HYBRID: return rc == SLIDE_ENOSPARE;
+    case SLIDE_SLIDE1D: return rc == SLIDE_ENOSPARE || rc == SLIDE_ELINE;
+    case SLIDE_SLIDE2D: return rc == SLIDE_ENOSPARE || rc == SLIDE_EPLANE;
+    default: return rc == SLIDE_ENOSURVIVOR;
+    }
+}
+
+/* Validity of a successful map after failures failed[0..k-1]. */
+static void check_valid(const slide_layout *lay, int method, const int32_t *map,
+                        const int32_t *init, const unsigned char *dead, const char *tag)
+{
+    int32_t *owner = malloc((size_t)lay->nodes * sizeof *owner);
+    for (int32_t i = 0; i < lay->nodes; i++)
+        owner[i] = -1;
+    int in_grid = 1, alive = 1, distinct = 1, shrink_ok = 1;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        int32_t node = map[r];
+        if (node < 0 || node >= lay->nodes) {
+            in_grid = 0;
+            continue;
+        }
+        if (dead[node])
+            alive = 0;
+        if (owner[node] >= 0)
+            distinct = 0;
+        owner[node] = r;
+        if (method == SLIDE_SHRINK &&
+            (slide_is_spare(lay, node) || (!dead[init[r]] && node != init[r])))
+            shrink_ok = 0;
+    }
+    CHECK(in_grid, "%s: rank on a node outside the grid", tag);
+    CHECK(alive, "%s: rank on a dead node", tag);
+    if (method == SLIDE_SHRINK)
+        CHECK(shrink_ok, "%s: shrink moved a survivor or used a spare", tag);
+    else
+        CHECK(distinct, "%s: two ranks on one node", tag);
+    free(owner);
+}
+
+static void test_properties(void)
+{
+    for (size_t gi = 0; gi < NPROP; gi++) {
+        slide_layout lay = make_layout(prop_grids[gi][0], prop_grids[gi][1]);
+        const int32_t N = lay.nodes, R = lay.ranks;
+        int32_t *init = malloc((size_t)R * sizeof *init);
+        int32_t *prev = malloc((size_t)R * sizeof *prev);
+        int32_t *cur = malloc((size_t)R * sizeof *cur);
+        int32_t *again = malloc((size_t)R * sizeof *again);
+        int32_t *s1d = malloc((size_t)R * sizeof *s1d);
+        int32_t *failed = malloc((size_t)N * sizeof *failed);
+        unsigned char *dead = malloc((size_t)N);
+        slide_initial_map(&lay, init);
+        int hit_moved = 0, hit_spare = 0, out_of_spares = 0;
+        for (int method = 0; method < SLIDE_NMETHODS; method++) {
+            for (int seed = 0; seed < 40; seed++) {
+                char tag[128];
+                rng_state = 1000003u * gi + 7919u * (unsigned)method + (unsigned)seed;
+                memcpy(prev, init, (size_t)R * sizeof *prev);
+                memset(dead, 0, (size_t)N);
+                int32_t k = 0, nonspare_dead = 0;
+                while (k < N) {
+                    /* Choose the next failure: a node holding a moved rank,
+                     * an alive spare, or any alive node. */
+                    int32_t f = -1;
+                    int pick = rng_below(10);
+                    if (pick < 4) {
+                        int32_t r0 = rng_below(R);
+                        for (int32_t j = 0; j < R && f < 0; j++) {
+                            int32_t r = (r0 + j) % R;
+                            if (prev[r] != init[r] && !dead[prev[r]])
+                                f = prev[r];
+                        }
+                    } else if (pick < 6) {
+                        int32_t n0 = rng_below(N);
+                        for (int32_t j = 0; j < N && f < 0; j++) {
+                            int32_t n = (n0 + j) % N;
+                            if (!dead[n] && slide_is_spare(&lay, n) == 1)
+                                f = n;
+                        }
+                    }
+                    if (f < 0) {
+                        int32_t n0 = rng_below(N);
+                        for (int32_t j = 0; j < N && f < 0; j++)
+                            if (!dead[(n0 + j) % N])
+                                f = (n0 + j) % N;
+                    }
+                    int held_rank = 0, moved = 0;
+                    for (int32_t r = 0; r < R; r++)
+                        if (prev[r] == f) {
+                            held_rank = 1;
+                            moved = f != init[r];
+                        }
+                    if (moved)
+                        hit_moved++;
+                    if (slide_is_spare(&lay, f))
+                        hit_spare++;
+                    failed[k++] = f;
+                    dead[f] = 1;
+                    if (!slide_is_spare(&lay, f))
+                        nonspare_dead++;
+                    snprintf(tag, sizeof tag, "%s %s %s seed %d k %d", prop_grids[gi][0],
+                             prop_grids[gi][1], slide_method_name(method), seed, k);
+                    int32_t e = 7;
+                    int rc = run_map(&lay, method, failed, k, cur, &e, 0x00);
+                    /* Out-of-spares is exact: spare methods fail with
+                     * ENOSPARE iff fewer alive nodes than ranks remain. */
+                    int no_room = N - k < R;
+                    if (method == SLIDE_SIMPLE || method == SLIDE_HYBRID)
+                        CHECK(rc == (no_room ? SLIDE_ENOSPARE : SLIDE_OK), "%s: rc %d", tag, rc);
+                    else if (method != SLIDE_SHRINK)
+                        CHECK((rc == SLIDE_ENOSPARE) == no_room, "%s: rc %d", tag, rc);
+                    else
+                        CHECK((rc == SLIDE_ENOSURVIVOR) == (nonspare_dead == R), "%s: rc %d", tag, rc);
+                    if (rc != SLIDE_OK) {
+                        if (rc == SLIDE_ENOSPARE)
+                            out_of_spares++;
+                        CHECK(allowed_error(method, rc), "%s: unexpected error %d", tag, rc);
+                        CHECK(e == k - 1, "%s: err_index %d", tag, e);
+                        CHECK(same_map(cur, prev, R), "%s: error must leave the previous map", tag);
+                        break;
+                    }
+                    CHECK(e == -1, "%s: err_index on success", tag);
+                    check_valid(&lay, method, cur, init, dead, tag);
+                    /* Determinism: other scratch contents, same answer. */
+                    CHECK(run_map(&lay, method, failed, k, again, &e, 0xA5) == SLIDE_OK &&
+                              same_map(cur, again, R),
+                          "%s: not deterministic", tag);
+                    /* Incremental: a failure that held no rank changes nothing
+                     * (shrink: nothing at all may change but adoptions). */
+                    if (!held_rank)
+                        CHECK(same_map(cur, prev, R), "%s: rankless failure moved ranks", tag);
+                    if (method == SLIDE_SIMPLE) {
+                        int32_t changed = 0;
+                        for (int32_t r = 0; r < R; r++)
+                            changed += cur[r] != prev[r];
+                        CHECK(changed == held_rank, "%s: simple moved %d ranks", tag, changed);
+                    }
+                    /* hybrid extends slide1d: equal whenever slide1d succeeds. */
+                    if (method == SLIDE_HYBRID &&
+                        run_map(&lay, SLIDE_SLIDE1D, failed, k, s1d, &e, 0) == SLIDE_OK)
+                        CHECK(same_map(cur, s1d, R), "%s: hybrid differs from slide1d", tag);
+                    memcpy(prev, cur, (size_t)R * sizeof *prev);
+                }
+            }
+        }
+        CHECK(hit_moved > 0 && hit_spare > 0 && out_of_spares > 0,
+              "%s %s: sequences must cover moved ranks (%d), spares (%d), out of spares (%d)",
+              prop_grids[gi][0], prop_grids[gi][1], hit_moved, hit_spare, out_of_spares);
+        free(init), free(prev), free(cur), free(again), free(s1d), free(failed), free(dead);
+    }
+}
+
+/* ---- promises: hop bounds and link loads ------------------------------------ */
+
+static void pair_hops(const slide_layout *lay, const int32_t *map, int periodic,
+                      int32_t *hops /* [ranks * 3] */)
+{
+    const int32_t *L = lay->logical;
+    const int32_t rs[3] = {L[1] * L[2], L[2], 1};
+    int32_t r = 0;
+    for (int32_t x = 0; x < L[0]; x++)
+        for (int32_t y = 0; y < L[1]; y++)
+            for (int32_t z = 0; z < L[2]; z++, r++) {
+                int32_t lc[3] = {x, y, z};
+                for (int d = 0; d < 3; d++) {
+                    int32_t other = -1;
+                    if (lc[d] + 1 < L[d])
+                        other = r + rs[d];
+                    else if (periodic && L[d] >= 3)
+                        other = r - lc[d] * rs[d];
+                    hops[r * 3 + d] = other < 0 ? 0 : slide_hops(lay, map[r], map[other]);
+                }
+            }
+}
+
+/* 1 if some neighbour pair sits exactly half an even torus ring apart in a
+ * dimension: its route direction is then a tie-break and may overlap other
+ * messages, so "link load 1" is not promised for such maps. */
+static int has_tie_pair(const slide_layout *lay, const int32_t *map, int periodic)
+{
+    if (!lay->grid.periodic)
+        return 0;
+    const int32_t *L = lay->logical;
+    const int32_t rs[3] = {L[1] * L[2], L[2], 1};
+    int32_t r = 0;
+    for (int32_t x = 0; x < L[0]; x++)
+        for (int32_t y = 0; y < L[1]; y++)
+            for (int32_t z = 0; z < L[2]; z++, r++) {
+                int32_t lc[3] = {x, y, z};
+                for (int d = 0; d < 3; d++) {
+                    int32_t other = -1;
+                    if (lc[d] + 1 < L[d])
+                        other = r + rs[d];
+                    else if (periodic && L[d] >= 3)
+                        other = r - lc[d] * rs[d];
+                    if (other < 0)
+                        continue;
+                    int32_t a[3], b[3];
+                    slide_node_coords(lay, map[r], a);
+                    slide_node_coords(lay, map[other], b);
+                    for (int e = 0; e < 3; e++) {
+                        int32_t dd = a[e] > b[e] ? a[e] - b[e] : b[e] - a[e];
+                        if (dd != 0 && 2 * dd == lay->grid.size[e])
+                            return 1;
+                    }
+                }
+            }
+    return 0;
+}
+
+static void test_promises(void)
+{
+    for (size_t gi = 0; gi < NPROP; gi++) {
+        slide_layout lay = make_layout(prop_grids[gi][0], prop_grids[gi][1]);
+        const int32_t N = lay.nodes, R = lay.ranks;
+        const int d1 = lay.spares.dim[0];
+        const int32_t nlines = N / lay.grid.size[d1];
+        int32_t *init = malloc((size_t)R * sizeof *init);
+        int32_t *map = malloc((size_t)R * sizeof *map);
+        int32_t *h0 = malloc((size_t)R * 3 * sizeof *h0);
+        int32_t *h = malloc((size_t)R * 3 * sizeof *h);
+        int32_t *failed = malloc((size_t)nlines * sizeof *failed);
+        int32_t *lines = malloc((size_t)nlines * sizeof *lines);
+        slide_initial_map(&lay, init);
+        slide_metrics m;
+        for (int periodic = 0; periodic <= lay.grid.periodic; periodic++) {
+            pair_hops(&lay, init, periodic, h0);
+            CHECK(run_metrics(&lay, init, periodic, &m) == SLIDE_OK &&
+                      (m.link_load_max == 1 || has_tie_pair(&lay, init, periodic)),
+                  "%s: failure-free map has link load %d", prop_grids[gi][0], m.link_load_max);
+            /* slide1d / hybrid: failures on distinct lines along d1 (at most
+             * one dead node per line) keep every pair within +1 hop. */
+            for (int method = SLIDE_SLIDE1D; method <= SLIDE_HYBRID; method += 2) {
+                for (int seed = 0; seed < 30; seed++) {
+                    rng_state = 77u * gi + (unsigned)seed + 1000u * (unsigned)method;
+                    for (int32_t i = 0; i < nlines; i++)
+                        lines[i] = i;
+                    for (int32_t i = nlines - 1; i > 0; i--) {
+                        int32_t j = rng_below(i + 1), t = lines[i];
+                        lines[i] = lines[j];
+                        lines[j] = t;
+                    }
+                    for (int32_t k = 0; k < nlines; k++) {
+                        /* a random node on line lines[k] */
+                        int32_t c[3], idx = lines[k], pos = rng_below(lay.grid.size[d1]);
+                        for (int e = 2; e >= 0; e--) {
+                            if (e == d1)
+                                continue;
+                            c[e] = idx % lay.grid.size[e];
+                            idx /= lay.grid.size[e];
+                        }
+                        c[d1] = pos;
+                        failed[k] = slide_node_index(&lay, c);
+                        int32_t e;
+                        int rc = run_map(&lay, method, failed, k + 1, map, &e, 0);
+                        CHECK(rc == SLIDE_OK, "%s %s %s seed %d: rc %d with one failure per line",
+                              prop_grids[gi][0], prop_grids[gi][1], slide_method_name(method),
+                              seed, rc);
+                        if (rc != SLIDE_OK)
+                            break;
+                        pair_hops(&lay, map, periodic, h);
+                        int ok = 1;
+                        for (int32_t i = 0; i < R * 3; i++)
+                            if (h[i] > h0[i] + 1)
+                                ok = 0;
+                        CHECK(ok, "%s %s %s seed %d k %d: a pair grew by more than one hop",
+                              prop_grids[gi][0], prop_grids[gi][1], slide_method_name(method),
+                              seed, k + 1);
+                        if (!lay.grid.periodic) {
+                            CHECK(run_metrics(&lay, map, periodic, &m) == SLIDE_OK && m.hops_max <= 2,
+                                  "%s: mesh slide max hops %d", prop_grids[gi][0], m.hops_max);
+                        }
+                    }
+                }
+            }
+            /* slide2d: link load stays 1 on every successful map; one failure
+             * adds at most one hop to any pair. */
+            for (int seed = 0; seed < 40; seed++) {
+                rng_state = 31u * gi + (unsigned)seed;
+                int32_t seq[8];
+                for (int k = 0; k < 8; k++) {
+                    int32_t f;
+                    int fresh;
+                    do {
+                        f = rng_below(N);
+                        fresh = 1;
+                        for (int j = 0; j < k; j++)
+                            fresh &= seq[j] != f;
+                    } while (!fresh);
+                    seq[k] = f;
+                    int32_t e;
+                    int rc = run_map(&lay, SLIDE_SLIDE2D, seq, k + 1, map, &e, 0);
+                    if (rc != SLIDE_OK)
+                        break;
+                    CHECK(run_metrics(&lay, map, periodic, &m) == SLIDE_OK &&
+                              (m.link_load_max == 1 || has_tie_pair(&lay, map, periodic)),
+                          "%s %s slide2d seed %d k %d: link load %d", prop_grids[gi][0],
+                          prop_grids[gi][1], seed, k + 1, (int)m.link_load_max);
+                    if (k == 0) {
+                        pair_hops(&lay, map, periodic, h);
+                        int ok = 1;
+                        for (int32_t i = 0; i < R * 3; i++)
+                            if (h[i] > h0[i] + 1)
+                                ok = 0;
+                        CHECK(ok, "%s slide2d seed %d: one failure added more than one hop",
+                              prop_grids[gi][0], seed);
+                    }
+                }
+            }
+        }
+        free(init), free(map), free(h0), free(h), free(failed), free(lines);
+    }
+}
+
+/* ---- metrics -------------------------------------------------------------- */
+
+static void test_metrics(void)
+{
+    slide_layout l = make_layout("mesh:4x4", "x:1");
+    slide_metrics m;
+    int32_t init[12];
+    slide_initial_map(&l, init);
+    CHECK(run_metrics(&l, init, -1, &m) == SLIDE_OK, "metrics initial");
+    CHECK(m.pairs == 17 && m.hops_sum == 17 && m.hops_max == 1 && m.hops_hist[1] == 17 &&
+              m.link_load_max == 1 && m.links_used == 34 && m.links_overloaded == 0 &&
+              m.ranks_moved == 0 && m.ranks_per_node_max == 1,
+          "4x4 x:1 initial metrics: pairs %lld sum %lld max %d used %lld",
+          (long long)m.pairs, (long long)m.hops_sum, m.hops_max, (long long)m.links_used);
+    /* slide1d after node 5 fails (computed by hand in the test comments):
+     * six pairs change; link (9,-x) carries 3 messages (9->4, 9->6, 9->1),
+     * links (13,-x), (4,+x), (6,+x) carry 2 each. */
+    int32_t s1[12] = {0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11};
+    CHECK(run_metrics(&l, s1, -1, &m) == SLIDE_OK, "metrics slide1d");
+    CHECK(m.pairs == 17 && m.hops_sum == 22 && m.hops_max == 2 && m.hops_hist[1] == 12 &&
+              m.hops_hist[2] == 5 && m.link_load_max == 3 && m.links_overloaded == 4 &&
+              m.ranks_moved == 2,
+          "4x4 slide1d metrics: sum %lld max %d load %d over %lld moved %d",
+          (long long)m.hops_sum, m.hops_max, m.link_load_max, (long long)m.links_overloaded,
+          m.ranks_moved);
+    CHECK(m.hops_mean > 1.29 && m.hops_mean < 1.30, "mean %f", m.hops_mean);
+    /* shrink: two ranks on node 1 */
+    int32_t sh[12] = {0, 1, 2, 3, 4, 1, 6, 7, 8, 9, 10, 11};
+    CHECK(run_metrics(&l, sh, -1, &m) == SLIDE_OK && m.ranks_per_node_max == 2 &&
+              m.hops_hist[0] == 1,
+          "shrink co-located pair is 0 hops");
+
+    /* Torus ring of 4: ties go the + way. Map ranks 0..3 -> nodes 0,2,1,3. */
+    slide_layout ring = make_layout("torus:4x1", "none");
+    int32_t rm[4] = {0, 2, 1, 3};
+    CHECK(run_metrics(&ring, rm, -1, &m) == SLIDE_OK, "ring metrics");
+    CHECK(m.pairs == 4 && m.hops_sum == 6 && m.link_load_max == 3 && m.links_used == 6 &&
+              m.links_overloaded == 4,
+          "ring: pairs %lld sum %lld load %d used %lld over %lld", (long long)m.pairs,
+          (long long)m.hops_sum, m.link_load_max, (long long)m.links_used,
+          (long long)m.links_overloaded);
+    CHECK(run_metrics(&ring, rm, 0, &m) == SLIDE_OK && m.pairs == 3, "non-periodic stencil");
+
+    /* 3D torus, no failure, periodic stencil: 2 spare planes make the wrap
+     * pairs along x 3 hops. */
+    slide_layout t = make_layout("torus:6x4x4", "x:2");
+    int32_t *ti = malloc((size_t)t.ranks * sizeof *ti);
+    slide_initial_map(&t, ti);
+    /* The wrap pair (x=3, x=0) is exactly half the 6-ring apart: the tie
+     * goes +, so 0->3 runs over links 0+,1+,2+ that the pairs (0,1), (1,2),
+     * (2,3) already use: load 2 on 3 links in each of the 16 x-lines. */
+    CHECK(run_metrics(&t, ti, -1, &m) == SLIDE_OK && m.hops_max == 3 && m.hops_hist[3] == 16 &&
+              m.pairs == 3 * 64 && m.link_load_max == 2 && m.links_overloaded == 48,
+          "6x4x4 x:2 initial: max %d hist3 %lld pairs %lld load %d over %lld", m.hops_max,
+          (long long)m.hops_hist[3], (long long)m.pairs, m.link_load_max,
+          (long long)m.links_overloaded);
+    free(ti);
+
+    /* errors */
+    int32_t badmap[12] = {0, 1, 2, 3, 4, 16, 6, 7, 8, 9, 10, 11};
+    CHECK(run_metrics(&l, badmap, -1, &m) == SLIDE_EMAP, "map entry outside grid");
+    CHECK(run_metrics(&l, init, 2, &m) == SLIDE_EINVAL, "stencil_periodic 2");
+    char small[16];
+    CHECK(slide_measure(&l, init, -1, &m, small, sizeof small) == SLIDE_EWORKSPACE, "small workspace");
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static void test_errors(void)
+{
+    slide_layout l = make_layout("mesh:4x4", "x:1");
+    size_t bytes = slide_map_workspace_bytes(&l);
+    uint64_t *work = malloc(bytes + 16);
+    int32_t map[12], e;
+    int32_t f[] = {5, 3, 5};
+    CHECK(slide_map(&l, 9, f, 1, map, work, bytes, &e) == SLIDE_EMETHOD && e == -1, "method 9");
+    CHECK(slide_map(&l, -1, f, 1, map, work, bytes, &e) == SLIDE_EMETHOD, "method -1");
+    CHECK(slide_map(&l, 0, f, 1, map, work, bytes - 4, &e) == SLIDE_EWORKSPACE, "workspace short");
+    CHECK(slide_map(&l, 0, f, 1, map, (char *)work + 4, bytes, &e) == SLIDE_EWORKSPACE,
+          "workspace misaligned");
+    CHECK(slide_map(NULL, 0, f, 1, map, work, bytes, &e) == SLIDE_EINVAL, "NULL layout");
+    CHECK(slide_map(&l, 0, NULL, 1, map, work, bytes, &e) == SLIDE_EINVAL, "NULL failed");
+    CHECK(slide_map(&l, 0, f, -1, map, work, bytes, &e) == SLIDE_EINVAL, "negative count");
+    CHECK(slide_map(&l, 0, NULL, 0, map, work, bytes, NULL) == SLIDE_OK && map[11] == 11,
+          "no failure, NULL err_index");
+    for (int m = 0; m < SLIDE_NMETHODS; m++) {
+        int32_t dup[] = {5, 5};
+        CHECK(slide_map(&l, m, dup, 2, map, work, bytes, &e) == SLIDE_EDUP && e == 1,
+              "%s: duplicate", slide_method_name(m));
+        int32_t out[] = {5, 16};
+        CHECK(slide_map(&l, m, out, 2, map, work, bytes, &e) == SLIDE_ENODE && e == 1,
+              "%s: node 16 outside", slide_method_name(m));
+        int32_t neg[] = {-1};
+        CHECK(slide_map(&l, m, neg, 1, map, work, bytes, &e) == SLIDE_ENODE && e == 0,
+              "%s: node -1", slide_method_name(m));
+    }
+    /* shrink: all 12 non-spare nodes die -> error at the 12th */
+    int32_t all[13] = {12, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    CHECK(slide_map(&l, SLIDE_SHRINK, all, 13, map, work, bytes, &e) == SLIDE_ENOSURVIVOR &&
+              e == 12 && map[11] == 11 && map[0] == 11,
+          "shrink: no survivor (e %d, map[0] %d)", e, map[0]);
+    /* simple: 4 spares -> the 5th rank failure is out of spares */
+    int32_t five[] = {0, 1, 2, 3, 4};
+    CHECK(slide_map(&l, SLIDE_SIMPLE, five, 5, map, work, bytes, &e) == SLIDE_ENOSPARE && e == 4,
+          "simple: out of spares at the 5th failure");
+    CHECK(slide_map(&l, SLIDE_HYBRID, five, 5, map, work, bytes, &e) == SLIDE_ENOSPARE && e == 4,
+          "hybrid: out of spares at the 5th failure");
+    free(work);
+}
+
+int main(int argc, char **argv)
+{
+    struct { const char *name; void (*fn)(void); } groups[] = {
+        {"parse", test_parse},         {"layout", test_layout},
+        {"examples", test_examples},   {"properties", test_properties},
+        {"promises", test_promises},   {"metrics", test_metrics},
+        {"errors", test_errors},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (argc > 1 && strcmp(argv[1], groups[i].name) != 0)
+            continue;
+        groups[i].fn();
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "unknown group '%s'\n", argv[1]);
+        return 2;
+    }
+    printf("%ld checks, %ld failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}
