@@ -66,31 +66,30 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     return binary
 
 
-# mpirun (prterun) options that take a value, so that the program can be found
-# among the arguments. "--mca"-style options take two.
-_VALUE_OPTIONS = {
-    "-n", "-np", "--np", "-c", "-N", "--n", "-H", "--host", "--hostfile", "--machinefile",
-    "--default-hostfile", "--map-by", "--rank-by", "--bind-to", "--output", "--output-filename",
-    "-x", "--wdir", "--wd", "--path", "--prefix", "--personality", "--timeout", "--runtime-options",
-    "--display", "--add-hostfile", "--add-host", "--app", "--stream-buffering", "--pmixmca",
-    "--preload-files", "--set-cwd-to-session-dir", "--report-state-on-timeout", "--dvm",
-    "--dvm-uri", "--tune", "--rankfile", "--with-ft", "--npernode", "--npersocket",
-    "--pernode", "--report-pid", "--report-uri", "--xterm", "--stop-on-exec", "--spawn-timeout",
-    "--fwd-environment", "--unset-env", "--prepend-env", "--append-env", "--gpu-support",
-    "--initial-errhandler", "--memory-alloc-kinds",
+# The command-line options of Open MPI 5.0's mpirun (PRRTE 3, ompi personality), by
+# arity, so that the program can be found among the arguments. Long options take
+# one or two dashes; an option's value may also follow '='.
+_TWO_VALUES = {"mca", "gmca", "prtemca", "pmixmca", "omca", "gomca"}
+_ONE_VALUE = {
+    "np", "n", "c", "N", "H", "host", "hostfile", "machinefile", "default-hostfile", "app", "x",
+    "map-by", "rank-by", "bind-to", "display", "runtime-options", "output", "output-directory",
+    "output-filename", "stdin", "preload-files", "wdir", "wd", "path", "pset", "personality", "dvm",
+    "tune", "launch-agent", "max-vm-size", "tmpdir", "prefix", "forward-signals", "xterm", "timeout",
+    "spawn-timeout", "report-pid", "report-uri", "max-restarts", "with-ft", "initial-errhandler",
+    "memory-alloc-kinds", "arch", "file", "display-topo", "cpu-set", "cpu-list", "cpus-per-proc",
+    "cpus-per-rank", "npernode", "npersocket", "ppr", "amca", "am", "rankfile", "stream-buffering",
 }
-_PAIR_OPTIONS = {"--mca", "-mca", "--gmca", "-gmca", "--prtemca", "--pmixmca", "--omca"}
-_FLAG_OPTIONS = {
-    "--oversubscribe", "--allow-run-as-root", "--tag-output", "--timestamp-output", "-q", "--quiet",
-    "-v", "--verbose", "--report-bindings", "--display-map", "--display-allocation", "--no-ready-msg",
-    "--merge-stderr-to-stdout", "--xml", "--enable-recovery", "--disable-recovery", "--continuous",
-    "--debug-daemons", "--debug-daemons-file", "--leave-session-attached", "--get-stack-traces",
-    "--noprefix", "--do-not-resolve", "--use-hwthread-cpus", "--show-progress", "--abort-on-non-zero-status",
-    "--do-not-launch", "--display-devel-map", "--display-topo", "--report-child-jobs-separately",
-    "--keepalive", "--forward-signals", "--max-restarts", "--no-app-prefix", "-d", "--debug",
+_NO_VALUE = {
+    "h", "help", "V", "version", "v", "verbose", "p", "parseable", "parsable", "s", "preload-binary",
+    "fwd-environment", "output-proctable", "debug-daemons", "debug-daemons-file",
+    "leave-session-attached", "noprefix", "allow-run-as-root", "report-child-jobs-separately",
+    "stop-on-exec", "stop-in-init", "stop-in-app", "report-state-on-timeout", "get-stack-traces",
+    "no-aggregate-help", "show-progress", "do-not-launch", "enable-recovery", "disable-recovery",
+    "continuous", "display-comm", "display-comm-finalize", "soft", "xml", "tag-output",
+    "timestamp-output", "merge-stderr-to-stdout", "display-devel-map", "report-bindings", "display-map",
+    "display-allocation", "nolocal", "oversubscribe", "nooversubscribe", "use-hwthread-cpus",
+    "bind-to-core", "bynode", "bycore", "byslot", "pernode", "debug",
 }
-# The pernode/report options above that are flags in prterun are listed as values
-# only when they truly take one; --pernode, --report-pid and --report-uri do.
 
 
 def split_program(args: Sequence[str]) -> tuple[list[str], str, list[str]]:
@@ -98,22 +97,22 @@ def split_program(args: Sequence[str]) -> tuple[list[str], str, list[str]]:
     i = 0
     while i < len(args):
         arg = args[i]
-        name = arg.split("=", 1)[0]
-        if not arg.startswith("-"):
-            return list(args[:i]), arg, list(args[i + 1:])
         if arg == "--":
             if i + 1 >= len(args):
                 break
             return list(args[:i]), args[i + 1], list(args[i + 2:])
-        if name in _PAIR_OPTIONS:
-            i += 3
-        elif name in _VALUE_OPTIONS:
-            i += 1 if "=" in arg else 2
-        elif name in _FLAG_OPTIONS:
+        if not arg.startswith("-") or arg == "-":
+            return list(args[:i]), arg, list(args[i + 1:])
+        name, has_value = arg.lstrip("-").split("=", 1)[0], "=" in arg
+        if name in _TWO_VALUES:
+            i += 2 if has_value else 3
+        elif name in _ONE_VALUE:
+            i += 1 if has_value else 2
+        elif name in _NO_VALUE:
             i += 1
         else:
-            raise FtslideError(f"unknown mpirun option {arg!r} (see '{shutil.which('mpirun') or 'mpirun'} "
-                               "--help' for the options of the project's build)")
+            raise FtslideError(f"unknown mpirun option {arg!r}: see mpirun(1), or 'mpirun --help' "
+                               "after eval \"$(ftslide env)\"")
         if i > len(args):
             raise FtslideError(f"mpirun option {arg!r} needs a value")
     raise FtslideError("no program given: ftslide run [mpirun options] PROGRAM [ARGS]")

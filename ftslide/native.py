@@ -54,3 +54,13 @@ def native_program(name: str) -> Path:
     if not path.exists():
         raise FtslideError(f"the C build has no program {name} (looked in {path.parent})")
     return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    try:
+        print(build_native(quiet=False))
+    except FtslideError as exc:
+        print(f"ftslide: error: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -471,8 +471,19 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
             shutil.rmtree(prefix, ignore_errors=True)
             raise FtslideError(f"the build's ompi_info does not report 'FT MPI support: yes' "
                                f"(logs in {build_dir / 'logs'}); the configure options must keep --with-ft=ulfm")
+        _prune_build_trees(root, keep=build_dir)
         progress.done(f"built in {time.monotonic() - started:.0f} s")
         return prefix, False
+
+
+def _prune_build_trees(root: Path, keep: Path) -> None:
+    """Remove build trees of other tree keys: only the current one serves incremental rebuilds.
+
+    Installed prefixes are kept, since other checkouts may still use them.
+    """
+    for tree in root.glob("build-*"):
+        if tree != keep:
+            shutil.rmtree(tree, ignore_errors=True)
 
 
 def _swap_into_place(staged: Path, prefix: Path) -> None:

@@ -110,3 +110,31 @@ def test_failure_introspection(mpi_program, run_mpi):
     assert_all(run, "acked_count_after", survivors, "1")
     assert_all(run, "acked_after", survivors, "2")
     assert_all(run, "acked_after_failure_ack", survivors, "2")
+
+
+def test_checks_fail_without_fault_tolerance(mpi_prefix, mpi_program):
+    """np 3, rank 2 killed after the first barrier, under plain mpirun (no --with-ft ulfm).
+
+    Without ULFM the job is aborted when rank 2 dies, so rank 0 never reports
+    MPIX_ERR_PROC_FAILED: the checks of this suite can fail.
+    """
+    import subprocess
+
+    from ftslide.mpi import kill_session, launch_environment
+    from mpiharness import parse_run
+
+    env = {**launch_environment(mpi_prefix), "FTSLIDE_KILL": "2@after_barrier"}
+    proc = subprocess.Popen([str(mpi_prefix / "bin" / "mpirun"), "-np", "3",
+                             str(mpi_program("conformance/proc_failed.c"))],
+                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        kill_session(proc.pid)
+        proc.wait()
+    run = parse_run(proc.returncode, out, err)
+    assert run.killed == {2: "after_barrier"}, run.describe()
+    assert proc.returncode != 0
+    assert run.value(0, "recv_from_dead") != PF
+    assert run.value(0, "finished") is None
