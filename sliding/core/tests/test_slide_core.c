@@ -294,6 +294,27 @@ static void test_examples(void)
     CHECK(run_map(&t, SLIDE_SLIDE1D, f9, 1, map, &e, 0) == SLIDE_OK, "torus slide1d 9");
     check_map_literal("torus slide1d [9]", map, (int32_t[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 10, 11}, 12);
 
+    int32_t f5t[] = {5}; /* (1,1): 2 steps either way round -> the + side */
+    CHECK(run_map(&t, SLIDE_SLIDE1D, f5t, 1, map, &e, 0) == SLIDE_OK, "torus slide1d tie");
+    check_map_literal("torus slide1d [5] tie goes +", map,
+                      (int32_t[]){0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11}, 12);
+
+    /* Two spare dimensions: 4x4 mesh x:1,y:1, logical 3x3, rank r = (x,y)
+     * with r = 3x+y on node 4x+y. Node 5 = (1,1) holds rank 4. */
+    slide_layout two = make_layout("mesh:4x4", "x:1,y:1");
+    int32_t map2[9];
+    int32_t f59b[] = {5, 9};
+    CHECK(run_map(&two, SLIDE_SLIDE1D, f59b, 1, map2, &e, 0) == SLIDE_OK, "two dims [5]");
+    check_map_literal("two dims slide1d [5]", map2, (int32_t[]){0, 1, 2, 4, 9, 6, 8, 13, 10}, 9);
+    /* node 9 (now rank 4): line y=1 along x is full -> secondary line x=2
+     * along y: rank 4 -> 10, rank 8 -> 11 */
+    CHECK(run_map(&two, SLIDE_SLIDE1D, f59b, 2, map2, &e, 0) == SLIDE_OK, "two dims [5,9]");
+    check_map_literal("two dims slide1d [5,9]", map2, (int32_t[]){0, 1, 2, 4, 10, 6, 8, 13, 11}, 9);
+    CHECK(run_map(&two, SLIDE_SLIDE2D, f59b, 2, map2, &e, 0) == SLIDE_OK, "two dims slide2d [5,9]");
+    /* [5]: plane x=1 out, x planes 0,2,3; [9] = (2,1) is x plane 2 (logical
+     * 1) row y=1: x has no usable plane left -> y: row 1 out, rows 0,2,3. */
+    check_map_literal("two dims slide2d [5,9]", map2, (int32_t[]){0, 2, 3, 8, 10, 11, 12, 14, 15}, 9);
+
     /* 3D mesh 3x3x3 with a spare plane z = 2: rank (x,y,z) = (3x+y)*2+z. */
     slide_layout c = make_layout("mesh:3x3x3", "z:1");
     int32_t map3[18];
@@ -610,7 +631,7 @@ static void test_promises(void)
             for (int seed = 0; seed < 40; seed++) {
                 rng_state = 31u * gi + (unsigned)seed;
                 int32_t seq[8];
-                for (int k = 0; k < 8; k++) {
+                for (int k = 0; k < 8 && k < N; k++) {
                     int32_t f;
                     int fresh;
                     do {
@@ -710,6 +731,95 @@ static void test_metrics(void)
     CHECK(slide_measure(&l, init, -1, &m, small, sizeof small) == SLIDE_EWORKSPACE, "small workspace");
 }
 
+/* Reference metrics for the tests: a plain second implementation (explicit
+ * coordinates, one step at a time) of hops and dimension-order routing. */
+static void reference_metrics(const slide_layout *lay, const int32_t *map, int periodic,
+                              int64_t *hops_sum, int32_t *load_max, int64_t *over)
+{
+    const int32_t *n = lay->grid.size, *L = lay->logical;
+    int32_t *load = calloc((size_t)lay->nodes * 6, sizeof *load);
+    *hops_sum = 0;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        int32_t lc[3] = {r / (L[1] * L[2]), (r / L[2]) % L[1], r % L[2]};
+        for (int d = 0; d < 3; d++) {
+            int32_t oc[3] = {lc[0], lc[1], lc[2]};
+            oc[d]++;
+            if (oc[d] == L[d]) {
+                if (!periodic || L[d] < 3)
+                    continue;
+                oc[d] = 0;
+            }
+            int32_t other = (oc[0] * L[1] + oc[1]) * L[2] + oc[2];
+            int32_t ends[2] = {map[r], map[other]};
+            *hops_sum += slide_hops(lay, ends[0], ends[1]);
+            for (int way = 0; way < 2; way++) {
+                int32_t cur[3], dst[3];
+                slide_node_coords(lay, ends[way], cur);
+                slide_node_coords(lay, ends[1 - way], dst);
+                for (int e = 0; e < 3; e++) {
+                    while (cur[e] != dst[e]) {
+                        int up;
+                        if (!lay->grid.periodic) {
+                            up = dst[e] > cur[e];
+                        } else {
+                            int32_t plus = 0, c = cur[e];
+                            while (c != dst[e]) {
+                                c = (c + 1) % n[e];
+                                plus++;
+                            }
+                            up = plus <= n[e] - plus; /* tie: + */
+                        }
+                        int32_t node = slide_node_index(lay, cur);
+                        load[node * 6 + e * 2 + (up ? 0 : 1)]++;
+                        cur[e] = up ? (cur[e] + 1) % n[e] : (cur[e] - 1 + n[e]) % n[e];
+                    }
+                }
+            }
+        }
+    }
+    *load_max = 0;
+    *over = 0;
+    for (int32_t i = 0; i < lay->nodes * 6; i++) {
+        if (load[i] > *load_max)
+            *load_max = load[i];
+        *over += load[i] > 1;
+    }
+    free(load);
+}
+
+static void test_metrics_reference(void)
+{
+    const char *grids[][2] = {{"torus:4x4", "none"}, {"torus:6x4", "x:2"}, {"mesh:5x4", "y:1"},
+                              {"torus:4x6x4", "z:2"}, {"mesh:3x4x5", "x:1,z:1"},
+                              {"torus:6x6x6", "x:1,y:1"}};
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        slide_layout lay = make_layout(grids[gi][0], grids[gi][1]);
+        int32_t *perm = malloc((size_t)lay.nodes * sizeof *perm);
+        rng_state = 4242u + gi;
+        for (int trial = 0; trial < 20; trial++) {
+            for (int32_t i = 0; i < lay.nodes; i++)
+                perm[i] = i;
+            for (int32_t i = lay.nodes - 1; i > 0; i--) {
+                int32_t j = rng_below(i + 1), t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
+            for (int periodic = 0; periodic <= 1; periodic++) {
+                slide_metrics m;
+                int64_t sum, over;
+                int32_t lmax;
+                reference_metrics(&lay, perm, periodic, &sum, &lmax, &over);
+                CHECK(run_metrics(&lay, perm, periodic, &m) == SLIDE_OK && m.hops_sum == sum &&
+                          m.link_load_max == lmax && m.links_overloaded == over,
+                      "%s %s trial %d: metrics (%lld, %d, %lld) vs reference (%lld, %d, %lld)",
+                      grids[gi][0], grids[gi][1], trial, (long long)m.hops_sum, m.link_load_max,
+                      (long long)m.links_overloaded, (long long)sum, lmax, (long long)over);
+            }
+        }
+        free(perm);
+    }
+}
+
 /* ---- errors ---------------------------------------------------------------- */
 
 static void test_errors(void)
@@ -760,7 +870,7 @@ int main(int argc, char **argv)
         {"parse", test_parse},         {"layout", test_layout},
         {"examples", test_examples},   {"properties", test_properties},
         {"promises", test_promises},   {"metrics", test_metrics},
-        {"errors", test_errors},
+        {"errors", test_errors},       {"metrics_reference", test_metrics_reference},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
