@@ -326,6 +326,24 @@ static void test_examples(void)
     want3[9] = 14;
     check_map_literal("3D slide1d [12]", map3, want3, 18);
 
+    /* Hybrid crossing two dimensions: 3x3x3 mesh x:1, rank r on node r.
+     * The spares of line (y,z)=(1,1) and of its four side neighbours die,
+     * then node 13 = (1,1,1) fails. The nearest lines with a free spare are
+     * the four corners (2 hops away, 1 step along x); the lowest index is
+     * (0,0). The path goes y first, then z: 13 -> 10 -> 9 -> spare 18. */
+    slide_layout h = make_layout("mesh:3x3x3", "x:1");
+    int32_t maph[18], wanth[18];
+    int32_t fh[] = {22, 19, 25, 21, 23, 13};
+    CHECK(run_map(&h, SLIDE_HYBRID, fh, 6, maph, &e, 0) == SLIDE_OK, "hybrid cross 2 dims");
+    slide_initial_map(&h, wanth);
+    wanth[13] = 10;
+    wanth[10] = 9;
+    wanth[9] = 18;
+    check_map_literal("hybrid cross y then z", maph, wanth, 18);
+    CHECK(run_map(&h, SLIDE_SLIDE1D, fh, 6, maph, &e, 0) == SLIDE_ELINE && e == 5, "slide1d ELINE");
+    CHECK(run_map(&h, SLIDE_SIMPLE, fh, 6, maph, &e, 0) == SLIDE_OK && maph[13] == 18,
+          "simple picks the lowest of the 3-hop corners");
+
     /* No spares at all: every method but shrink is out of spares. */
     slide_layout n = make_layout("mesh:3x3", "none");
     int32_t map9[9];
