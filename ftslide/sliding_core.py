@@ -1,0 +1,388 @@
+"""ctypes binding of the sliding core (``sliding/core``, ``libslidecore.so``).
+
+Every algorithm lives in C (``sliding/core/include/slide_core.h`` states the
+rules); this module only converts arguments and results and turns the C status
+codes into :class:`SlideError`, a :class:`~ftslide.errors.FtslideError` whose
+message is one line saying what went wrong and what to do.
+
+Typical use::
+
+    layout = make_layout("mesh:4x4", "x:1")
+    mapping = compute_map(layout, "slide1d", [5])   # rank -> node
+    stats = measure(layout, mapping)                # hops, link loads
+"""
+
+from __future__ import annotations
+
+import ctypes
+from array import array
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+from .errors import FtslideError
+from .native import native_library
+
+METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink")
+DIM_NAMES = "xyz"
+HOPS_HIST = 16
+
+# Status codes of slide_core.h (stable values).
+OK, EINVAL, EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE = 0, 1, 2, 3, 4
+ESPARES_SYNTAX, ESPARES_DIM, ESPARES_COUNT, EMETHOD = 5, 6, 7, 8
+ENODE, EDUP, ENOSPARE, ELINE, EPLANE, ENOSURVIVOR, EWORKSPACE, EMAP = 9, 10, 11, 12, 13, 14, 15, 16
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+class SlideError(FtslideError):
+    """A status code from the sliding core, with a one-line message.
+
+    ``code`` is the C status; for mapping errors ``index`` is the position in
+    the failed list that could not be handled and ``mapping`` the rank-to-node
+    map for the failures before it (``None`` otherwise).
+    """
+
+    def __init__(self, message: str, code: int, index: int | None = None,
+                 mapping: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.index = index
+        self.mapping = mapping
+
+
+# ---- C structures (mirrors of slide_core.h, sizes checked at load) -----------
+
+class _CGrid(ctypes.Structure):
+    _fields_ = [("ndims", ctypes.c_int32), ("size", ctypes.c_int32 * 3),
+                ("periodic", ctypes.c_int32)]
+
+
+class _CSpares(ctypes.Structure):
+    _fields_ = [("ndims", ctypes.c_int32), ("dim", ctypes.c_int32 * 2),
+                ("count", ctypes.c_int32 * 2)]
+
+
+class _CLayout(ctypes.Structure):
+    _fields_ = [("grid", _CGrid), ("spares", _CSpares), ("spare_count", ctypes.c_int32 * 3),
+                ("logical", ctypes.c_int32 * 3), ("stride", ctypes.c_int32 * 3),
+                ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32)]
+
+
+class _CMetrics(ctypes.Structure):
+    _fields_ = [("pairs", ctypes.c_int64), ("hops_sum", ctypes.c_int64),
+                ("hops_max", ctypes.c_int32), ("hops_mean", ctypes.c_double),
+                ("hops_hist", ctypes.c_int64 * HOPS_HIST), ("link_load_max", ctypes.c_int32),
+                ("links_used", ctypes.c_int64), ("links_overloaded", ctypes.c_int64),
+                ("ranks_per_node_max", ctypes.c_int32), ("ranks_moved", ctypes.c_int32)]
+
+
+_P = ctypes.POINTER
+_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    "slide_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "slide_grid_parse": (ctypes.c_int, [ctypes.c_char_p, _P(_CGrid)]),
+    "slide_spares_parse": (ctypes.c_int, [ctypes.c_char_p, _P(_CSpares)]),
+    "slide_method_parse": (ctypes.c_int, [ctypes.c_char_p, _P(ctypes.c_int)]),
+    "slide_layout_init": (ctypes.c_int, [_P(_CLayout), _P(_CGrid), _P(_CSpares)]),
+    "slide_node_coords": (None, [_P(_CLayout), ctypes.c_int32, _P(ctypes.c_int32)]),
+    "slide_node_index": (ctypes.c_int32, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_is_spare": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_hops": (ctypes.c_int32, [_P(_CLayout), ctypes.c_int32, ctypes.c_int32]),
+    "slide_initial_map": (None, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_map_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
+    "slide_map": (ctypes.c_int, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32), ctypes.c_int32,
+                                 _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_size_t,
+                                 _P(ctypes.c_int32)]),
+    "slide_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
+    "slide_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
+                                     _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
+    "slide_struct_size": (ctypes.c_size_t, [ctypes.c_int]),
+}
+
+
+@lru_cache(maxsize=None)
+def _lib() -> ctypes.CDLL:
+    """Load libslidecore.so (building it first if needed) and declare its API."""
+    lib = ctypes.CDLL(str(native_library("slidecore")))
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    for which, struct in enumerate((_CGrid, _CSpares, _CLayout, _CMetrics)):
+        if lib.slide_struct_size(which) != ctypes.sizeof(struct):
+            raise FtslideError(f"libslidecore.so does not match ftslide/sliding_core.py "
+                               f"({struct.__name__[2:]} size differs): rebuild with "
+                               f"'cmake --build build'")
+    return lib
+
+
+def strerror(code: int) -> str:
+    """The core's one-line message for a status code."""
+    return _lib().slide_strerror(code).decode()
+
+
+# ---- grids, spares, layouts --------------------------------------------------
+
+@dataclass(frozen=True)
+class Grid:
+    """Node grid, spares included. ``sizes`` has 2 or 3 entries (x, y[, z])."""
+
+    sizes: tuple[int, ...]
+    periodic: bool
+
+    def __str__(self) -> str:
+        return ("torus:" if self.periodic else "mesh:") + "x".join(map(str, self.sizes))
+
+    def _c(self) -> _CGrid:
+        sizes = list(self.sizes) + [1] * (3 - len(self.sizes))
+        return _CGrid(len(self.sizes), (ctypes.c_int32 * 3)(*sizes), int(self.periodic))
+
+
+@dataclass(frozen=True)
+class Spares:
+    """Spare layout: ``(dimension name, count)`` pairs, primary first."""
+
+    dims: tuple[tuple[str, int], ...]
+
+    def __str__(self) -> str:
+        return ",".join(f"{d}:{k}" for d, k in self.dims) or "none"
+
+    def _c(self) -> _CSpares:
+        dims = [DIM_NAMES.index(d) for d, _ in self.dims] + [-1, -1]
+        counts = [k for _, k in self.dims] + [0, 0]
+        return _CSpares(len(self.dims), (ctypes.c_int32 * 2)(*dims[:2]),
+                        (ctypes.c_int32 * 2)(*counts[:2]))
+
+
+def _text(value: object, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise SlideError(f"{what} must be a string, not {type(value).__name__}", EINVAL)
+    try:
+        return value.encode("ascii")
+    except UnicodeEncodeError:
+        return b"\xff"  # never valid: the parser reports a syntax error
+
+
+def parse_grid(text: str) -> Grid:
+    """Parse ``[torus:|mesh:]AxB[xC]`` (no prefix: torus), e.g. ``mesh:6x6x6``."""
+    out = _CGrid()
+    rc = _lib().slide_grid_parse(_text(text, "grid"), ctypes.byref(out))
+    if rc != OK:
+        raise SlideError(f"bad grid '{text}': {strerror(rc)}", rc)
+    return Grid(tuple(out.size[: out.ndims]), bool(out.periodic))
+
+
+def parse_spares(text: str) -> Spares:
+    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ..."""
+    out = _CSpares()
+    rc = _lib().slide_spares_parse(_text(text, "spare layout"), ctypes.byref(out))
+    if rc != OK:
+        raise SlideError(f"bad spare layout '{text}': {strerror(rc)}", rc)
+    return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)))
+
+
+def method_id(name: str) -> int:
+    """C value of a method name; SlideError naming the choices if unknown."""
+    value = ctypes.c_int()
+    rc = _lib().slide_method_parse(_text(name, "method"), ctypes.byref(value))
+    if rc != OK:
+        raise SlideError(f"unknown method '{name}': choose {', '.join(METHODS[:-1])} "
+                         f"or {METHODS[-1]}", rc)
+    return value.value
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A validated grid + spare layout (see slide_core.h for the numbering)."""
+
+    grid: Grid
+    spares: Spares
+    logical: tuple[int, ...]
+    nodes: int
+    ranks: int
+    _c: _CLayout = field(repr=False, compare=False)
+
+    def coords(self, node: int) -> tuple[int, ...]:
+        """Coordinates of a node (x, y[, z])."""
+        self._check_node(node)
+        out = (ctypes.c_int32 * 3)()
+        _lib().slide_node_coords(ctypes.byref(self._c), node, out)
+        return tuple(out[: len(self.grid.sizes)])
+
+    def node(self, coords: Sequence[int]) -> int:
+        """Node id of coordinates (row-major, last dimension fastest)."""
+        if len(coords) != len(self.grid.sizes):
+            raise SlideError(f"expected {len(self.grid.sizes)} coordinates, got {len(coords)}",
+                             EINVAL)
+        if not all(_I32_MIN <= int(c) <= _I32_MAX for c in coords):
+            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", ENODE)
+        c = list(map(int, coords)) + [0] * (3 - len(coords))
+        node = _lib().slide_node_index(ctypes.byref(self._c), (ctypes.c_int32 * 3)(*c))
+        if node < 0:
+            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", ENODE)
+        return node
+
+    def is_spare(self, node: int) -> bool:
+        self._check_node(node)
+        return bool(_lib().slide_is_spare(ctypes.byref(self._c), node))
+
+    def hops(self, a: int, b: int) -> int:
+        """Hop distance between two nodes."""
+        self._check_node(a)
+        self._check_node(b)
+        return _lib().slide_hops(ctypes.byref(self._c), a, b)
+
+    def initial_map(self) -> list[int]:
+        """Rank-to-node map before any failure."""
+        out = (ctypes.c_int32 * self.ranks)()
+        _lib().slide_initial_map(ctypes.byref(self._c), out)
+        return list(out)
+
+    def _check_node(self, node: int) -> None:
+        if not isinstance(node, int) or not 0 <= node < self.nodes:
+            raise SlideError(f"node {node!r} is outside grid {self.grid} "
+                             f"(node ids 0..{self.nodes - 1})", ENODE)
+
+
+def make_layout(grid: Grid | str, spares: Spares | str) -> Layout:
+    """Validate a grid and a spare layout (strings are parsed first)."""
+    g = parse_grid(grid) if isinstance(grid, str) else grid
+    s = parse_spares(spares) if isinstance(spares, str) else spares
+    if not isinstance(g, Grid) or not isinstance(s, Spares):
+        raise SlideError("make_layout takes a Grid (or grid string) and Spares (or spare string)",
+                         EINVAL)
+    c = _CLayout()
+    cg, cs = g._c(), s._c()
+    rc = _lib().slide_layout_init(ctypes.byref(c), ctypes.byref(cg), ctypes.byref(cs))
+    if rc != OK:
+        raise SlideError(f"spare layout '{s}' does not fit grid {g}: {strerror(rc)}", rc)
+    return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, c)
+
+
+def _layout(layout: Layout | tuple[str, str]) -> Layout:
+    if isinstance(layout, Layout):
+        return layout
+    if isinstance(layout, tuple) and len(layout) == 2:
+        return make_layout(*layout)
+    raise SlideError("expected a Layout from make_layout() or a (grid, spares) pair", EINVAL)
+
+
+def _int32_array(values: Iterable[object], what: str) -> array:
+    out = array("i")
+    if out.itemsize != 4:  # pragma: no cover - every Linux/macOS target has 4-byte int
+        out = array("l")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise SlideError(f"{what} must be integers, got {v!r}", EINVAL)
+        out.append(v if _I32_MIN <= v <= _I32_MAX else -1)
+    return out
+
+
+def _workspace(nbytes: int) -> ctypes.Array:
+    return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
+
+
+# ---- mappings ------------------------------------------------------------------
+
+def compute_map(layout: Layout | tuple[str, str], method: str,
+                failed: Sequence[int]) -> list[int]:
+    """Rank-to-node map after the ordered failures ``failed`` (node ids).
+
+    ``result[r]`` is the node of rank ``r``. Raises SlideError (an
+    FtslideError) for an unknown method, bad node ids, duplicates and when the
+    method cannot handle a failure (out of spares, full line, no spare plane);
+    then ``error.index`` is the failure at fault and ``error.mapping`` the map
+    before it.
+    """
+    lay = _layout(layout)
+    mid = method_id(method)
+    failed_list = list(failed) if not isinstance(failed, (str, bytes)) else None
+    if failed_list is None:
+        raise SlideError("failed nodes must be a sequence of node ids", EINVAL)
+    fa = _int32_array(failed_list, "failed nodes")
+    out = (ctypes.c_int32 * lay.ranks)()
+    nbytes = _lib().slide_map_workspace_bytes(ctypes.byref(lay._c))
+    work = _workspace(nbytes)
+    err = ctypes.c_int32(-1)
+    cfailed = (ctypes.c_int32 * max(len(fa), 1)).from_buffer(fa) if fa else None
+    rc = _lib().slide_map(ctypes.byref(lay._c), mid, cfailed, len(fa), out, work, nbytes,
+                          ctypes.byref(err))
+    if rc == OK:
+        return list(out)
+    i = err.value
+    if i < 0:
+        raise SlideError(f"{method}: {strerror(rc)}", rc)
+    node = failed_list[i]
+    mapping = list(out)
+    where = f"failure #{i + 1} (node {node})"
+    if rc == ENODE:
+        msg = f"{where} is outside grid {lay.grid}: node ids are 0..{lay.nodes - 1}"
+    elif rc == EDUP:
+        msg = f"{where} is listed twice: each failed node may appear once"
+    elif rc == ENOSPARE:
+        msg = (f"{method}: out of spares at {where}: no free spare node is left "
+               f"(layout {lay.grid} spares {lay.spares}); add spares or use shrink")
+    elif rc == ELINE:
+        msg = (f"slide1d: cannot place the rank of {where}: its lines have no free spare "
+               f"left; use hybrid or simple to reach spares elsewhere")
+    elif rc == EPLANE:
+        msg = (f"slide2d: cannot place the rank of {where}: no whole usable spare plane "
+               f"left; use hybrid or simple, or add spare planes")
+    elif rc == ENOSURVIVOR:
+        msg = f"shrink: {where} leaves no alive non-spare node to adopt the ranks"
+    else:
+        msg = f"{method}: {where}: {strerror(rc)}"
+    raise SlideError(msg, rc, i, mapping)
+
+
+# ---- metrics -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Metrics:
+    """Metrics of a rank-to-node map (see slide_measure() in slide_core.h)."""
+
+    pairs: int
+    hops_sum: int
+    hops_max: int
+    hops_mean: float
+    hops_hist: tuple[int, ...]  # pairs with h hops; the last bucket counts >= 15
+    link_load_max: int
+    links_used: int
+    links_overloaded: int
+    ranks_per_node_max: int
+    ranks_moved: int
+
+
+def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
+            stencil_periodic: bool | None = None) -> Metrics:
+    """Neighbour hops and 5/7-point stencil link loads of a rank-to-node map.
+
+    ``stencil_periodic`` None follows the grid (torus: the logical grid wraps).
+    """
+    lay = _layout(layout)
+    if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:
+        raise SlideError(f"mapping must list a node for each of the {lay.ranks} ranks "
+                         f"(got {len(mapping) if not isinstance(mapping, (str, bytes)) else 'a string'})",
+                         EINVAL)
+    ma = _int32_array(mapping, "mapping entries")
+    if stencil_periodic is None:
+        periodic = -1
+    elif isinstance(stencil_periodic, bool):
+        periodic = int(stencil_periodic)
+    else:
+        raise SlideError("stencil_periodic must be True, False or None", EINVAL)
+    nbytes = _lib().slide_measure_workspace_bytes(ctypes.byref(lay._c))
+    work = _workspace(nbytes)
+    out = _CMetrics()
+    cmap = (ctypes.c_int32 * len(ma)).from_buffer(ma)
+    rc = _lib().slide_measure(ctypes.byref(lay._c), cmap, periodic, ctypes.byref(out), work,
+                              nbytes)
+    if rc == EMAP:
+        bad = next(i for i, v in enumerate(ma) if not 0 <= v < lay.nodes)
+        raise SlideError(f"mapping entry for rank {bad} is {mapping[bad]}, outside grid "
+                         f"{lay.grid} (node ids 0..{lay.nodes - 1})", rc)
+    if rc != OK:
+        raise SlideError(f"measure: {strerror(rc)}", rc)
+    return Metrics(out.pairs, out.hops_sum, out.hops_max, out.hops_mean, tuple(out.hops_hist),
+                   out.link_load_max, out.links_used, out.links_overloaded,
+                   out.ranks_per_node_max, out.ranks_moved)

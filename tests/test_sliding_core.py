@@ -1,0 +1,191 @@
+"""Tests of the ctypes binding of the sliding core (ftslide/sliding_core.py).
+
+The algorithms themselves are tested in C (sliding/core/tests); these tests
+check that the binding passes arguments and results through faithfully and
+turns every error into a one-line FtslideError.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ftslide.errors import FtslideError
+from ftslide import sliding_core as sc
+
+
+def test_parse_grid_and_spares() -> None:
+    assert sc.parse_grid("6x6x6") == sc.Grid((6, 6, 6), True)
+    assert sc.parse_grid("mesh:4x5") == sc.Grid((4, 5), False)
+    assert str(sc.parse_grid("mesh:4x5")) == "mesh:4x5"
+    assert sc.parse_spares("x:1") == sc.Spares((("x", 1),))
+    assert sc.parse_spares("y:2,x:1").dims == (("y", 2), ("x", 1))
+    assert str(sc.parse_spares("none")) == "none"
+    assert sc.parse_spares("").dims == ()
+
+
+@pytest.mark.parametrize("text, code", [
+    ("", sc.EGRID_SYNTAX), ("6", sc.EGRID_DIMS), ("6x6x6x6", sc.EGRID_DIMS),
+    ("0x4", sc.EGRID_SIZE), ("ring:4x4", sc.EGRID_SYNTAX), ("4x4 ", sc.EGRID_SYNTAX),
+    ("99999x99999x99999", sc.EGRID_SIZE), ("4×4", sc.EGRID_SYNTAX),
+])
+def test_bad_grid(text: str, code: int) -> None:
+    with pytest.raises(FtslideError) as err:
+        sc.parse_grid(text)
+    assert err.value.code == code
+    message = str(err.value)
+    assert message.startswith(f"bad grid '{text}': ") and "\n" not in message
+
+
+@pytest.mark.parametrize("text, code", [
+    ("x", sc.ESPARES_SYNTAX), ("x:0", sc.ESPARES_COUNT), ("w:1", sc.ESPARES_SYNTAX),
+    ("x:1,x:1", sc.ESPARES_DIM), ("x:1,y:1,z:1", sc.ESPARES_DIM),
+])
+def test_bad_spares(text: str, code: int) -> None:
+    with pytest.raises(FtslideError) as err:
+        sc.parse_spares(text)
+    assert err.value.code == code
+    assert "e.g. 'x:1'" in str(err.value) or code != sc.ESPARES_SYNTAX
+
+
+def test_non_string_input() -> None:
+    with pytest.raises(FtslideError, match="grid must be a string"):
+        sc.parse_grid(6)  # type: ignore[arg-type]
+    with pytest.raises(FtslideError, match="method must be a string"):
+        sc.compute_map(("4x4", "x:1"), None, [])  # type: ignore[arg-type]
+
+
+def test_layout_fields_and_mismatch() -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    assert (lay.logical, lay.nodes, lay.ranks) == ((3, 4), 16, 12)
+    assert lay.coords(13) == (3, 1)
+    assert lay.node((1, 2)) == 6
+    assert lay.is_spare(12) and not lay.is_spare(11)
+    assert lay.hops(0, 15) == 6
+    assert lay.initial_map() == list(range(12))
+    with pytest.raises(FtslideError, match="does not fit grid mesh:4x4"):
+        sc.make_layout("mesh:4x4", "z:1")
+    with pytest.raises(FtslideError) as err:
+        sc.make_layout("mesh:4x4", "x:4")
+    assert err.value.code == sc.ESPARES_COUNT
+    with pytest.raises(FtslideError, match="outside grid"):
+        lay.node((4, 0))
+    with pytest.raises(FtslideError, match="outside grid"):
+        lay.coords(16)
+
+
+def test_hand_computed_maps() -> None:
+    # Same example as the C tests: 4x4 mesh, spare column x=3, node 5 fails.
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    assert sc.compute_map(lay, "simple", [5]) == [0, 1, 2, 3, 4, 13, 6, 7, 8, 9, 10, 11]
+    assert sc.compute_map(lay, "slide1d", [5]) == [0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11]
+    assert sc.compute_map(lay, "hybrid", [5, 9]) == [0, 1, 2, 3, 4, 8, 6, 7, 12, 13, 10, 11]
+    assert sc.compute_map(lay, "slide2d", [5]) == [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert sc.compute_map(lay, "shrink", [5]) == [0, 1, 2, 3, 4, 1, 6, 7, 8, 9, 10, 11]
+    assert sc.compute_map(("mesh:4x4", "x:1"), "slide1d", ()) == list(range(12))
+
+
+def test_unknown_method_message() -> None:
+    with pytest.raises(FtslideError) as err:
+        sc.compute_map(("4x4", "x:1"), "foo", [1])
+    assert str(err.value) == ("unknown method 'foo': choose simple, slide1d, slide2d, "
+                              "hybrid or shrink")
+    assert err.value.code == sc.EMETHOD
+
+
+def test_method_errors_carry_index_and_last_good_map() -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    with pytest.raises(FtslideError) as err:
+        sc.compute_map(lay, "slide1d", [5, 9])
+    e = err.value
+    assert e.code == sc.ELINE and e.index == 1
+    assert e.mapping == sc.compute_map(lay, "slide1d", [5])
+    assert "failure #2 (node 9)" in str(e) and "hybrid" in str(e)
+    with pytest.raises(FtslideError) as err:
+        sc.compute_map(lay, "slide2d", [5, 0])
+    assert err.value.code == sc.EPLANE
+    with pytest.raises(FtslideError) as err:
+        sc.compute_map(lay, "simple", [0, 1, 2, 3, 4])
+    assert err.value.code == sc.ENOSPARE and "out of spares at failure #5 (node 4)" in str(err.value)
+    with pytest.raises(FtslideError) as err:
+        sc.compute_map(lay, "shrink", list(range(12)))
+    assert err.value.code == sc.ENOSURVIVOR
+
+
+@pytest.mark.parametrize("failed, code, fragment", [
+    ([5, 16], sc.ENODE, "failure #2 (node 16) is outside grid mesh:4x4"),
+    ([-1], sc.ENODE, "failure #1 (node -1) is outside"),
+    ([2**40], sc.ENODE, f"node {2**40}) is outside"),
+    ([5, 5], sc.EDUP, "listed twice"),
+])
+def test_bad_failed_nodes(failed: list[int], code: int, fragment: str) -> None:
+    for method in sc.METHODS:
+        with pytest.raises(FtslideError) as err:
+            sc.compute_map(("mesh:4x4", "x:1"), method, failed)
+        assert err.value.code == code and fragment in str(err.value)
+
+
+def test_non_integer_failed_nodes() -> None:
+    with pytest.raises(FtslideError, match="failed nodes must be integers"):
+        sc.compute_map(("mesh:4x4", "x:1"), "simple", ["5"])  # type: ignore[list-item]
+    with pytest.raises(FtslideError, match="failed nodes must be integers"):
+        sc.compute_map(("mesh:4x4", "x:1"), "simple", [True])
+    with pytest.raises(FtslideError, match="sequence of node ids"):
+        sc.compute_map(("mesh:4x4", "x:1"), "simple", "5")  # type: ignore[arg-type]
+
+
+def test_random_sequences_are_valid_and_deterministic() -> None:
+    rng = random.Random(7)
+    for grid, spares in [("torus:6x5x4", "x:1"), ("mesh:7x6", "x:1,y:1"), ("torus:5x5x6", "z:2")]:
+        lay = sc.make_layout(grid, spares)
+        for method in sc.METHODS:
+            failed = rng.sample(range(lay.nodes), 6)
+            try:
+                mapping = sc.compute_map(lay, method, failed)
+            except FtslideError as err:
+                assert err.index is not None and err.mapping is not None
+                failed, mapping = failed[: err.index], err.mapping
+            assert mapping == sc.compute_map(lay, method, failed)
+            assert not set(mapping) & set(failed)
+            if method != "shrink":
+                assert len(set(mapping)) == lay.ranks
+
+
+def test_measure() -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    m0 = sc.measure(lay, lay.initial_map())
+    assert (m0.pairs, m0.hops_sum, m0.hops_max, m0.link_load_max, m0.links_overloaded) == \
+        (17, 17, 1, 1, 0)
+    m1 = sc.measure(lay, sc.compute_map(lay, "slide1d", [5]))
+    assert (m1.hops_sum, m1.hops_max, m1.link_load_max, m1.links_overloaded, m1.ranks_moved) == \
+        (22, 2, 3, 4, 2)
+    assert m1.hops_hist[:3] == (0, 12, 5) and len(m1.hops_hist) == sc.HOPS_HIST
+    assert m1.hops_mean == pytest.approx(22 / 17)
+    shrink = sc.measure(lay, sc.compute_map(lay, "shrink", [5]))
+    assert shrink.ranks_per_node_max == 2
+    torus = sc.make_layout("torus:6x4x4", "x:2")
+    assert sc.measure(torus, torus.initial_map()).hops_max == 3
+    assert sc.measure(torus, torus.initial_map(), stencil_periodic=False).hops_max == 1
+
+
+def test_measure_bad_input() -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    with pytest.raises(FtslideError, match="a node for each of the 12 ranks"):
+        sc.measure(lay, [0, 1])
+    bad = list(range(12))
+    bad[3] = 99
+    with pytest.raises(FtslideError, match="rank 3 is 99, outside grid"):
+        sc.measure(lay, bad)
+    with pytest.raises(FtslideError, match="stencil_periodic"):
+        sc.measure(lay, list(range(12)), stencil_periodic=2)  # type: ignore[arg-type]
+    with pytest.raises(FtslideError, match="mapping entries must be integers"):
+        sc.measure(lay, [0.5] * 12)  # type: ignore[list-item]
+
+
+def test_large_grid_round_trip() -> None:
+    lay = sc.make_layout("torus:48x47x47", "x:1")
+    mapping = sc.compute_map(lay, "hybrid", [lay.node((10, 20, 30)), lay.node((11, 20, 30))])
+    assert len(mapping) == 47 ** 3
+    m = sc.measure(lay, mapping)
+    assert m.ranks_moved > 0 and m.hops_max <= 3
