@@ -245,12 +245,16 @@ class Layout:
 
 
 def make_layout(grid: Grid | str, spares: Spares | str) -> Layout:
-    """Validate a grid and a spare layout (strings are parsed first)."""
-    g = parse_grid(grid) if isinstance(grid, str) else grid
-    s = parse_spares(spares) if isinstance(spares, str) else spares
-    if not isinstance(g, Grid) or not isinstance(s, Spares):
+    """Validate a grid and a spare layout.
+
+    Grid and Spares objects go through their string form, so the C parser
+    checks them exactly as it checks strings.
+    """
+    if not isinstance(grid, (Grid, str)) or not isinstance(spares, (Spares, str)):
         raise SlideError("make_layout takes a Grid (or grid string) and Spares (or spare string)",
                          EINVAL)
+    g = parse_grid(str(grid))
+    s = parse_spares(str(spares))
     c = _CLayout()
     cg, cs = g._c(), s._c()
     rc = _lib().slide_layout_init(ctypes.byref(c), ctypes.byref(cg), ctypes.byref(cs))

@@ -73,6 +73,16 @@ def test_layout_fields_and_mismatch() -> None:
         lay.node((4, 0))
     with pytest.raises(FtslideError, match="outside grid"):
         lay.coords(16)
+    # Grid / Spares objects are checked by the C parser too.
+    assert sc.make_layout(sc.Grid((4, 4), False), sc.Spares((("x", 1),))) == lay
+    with pytest.raises(FtslideError, match="bad grid 'mesh:0x4'"):
+        sc.make_layout(sc.Grid((0, 4), False), "x:1")
+    with pytest.raises(FtslideError, match="bad grid 'torus:2x2x2x2'"):
+        sc.make_layout(sc.Grid((2, 2, 2, 2), True), "x:1")
+    with pytest.raises(FtslideError, match="bad spare layout 'q:1'"):
+        sc.make_layout("4x4", sc.Spares((("q", 1),)))
+    with pytest.raises(FtslideError, match="make_layout takes"):
+        sc.make_layout(None, "x:1")  # type: ignore[arg-type]
 
 
 def test_hand_computed_maps() -> None:

@@ -253,14 +253,16 @@ void slide_node_coords(const slide_layout *lay, int32_t node,
 int32_t slide_node_index(const slide_layout *lay,
                          const int32_t coords[SLIDE_MAX_DIMS]);
 
-/* 1 if the node is a spare of the layout, 0 if not, -1 if out of range. */
+/* 1 if the node is a spare of the layout, 0 if not, -1 if out of range.
+ * Cost O(1). */
 int slide_is_spare(const slide_layout *lay, int32_t node);
 
 /* Hop distance between two nodes (see Model), -1 if either is out of range.
  * Cost O(1). */
 int32_t slide_hops(const slide_layout *lay, int32_t a, int32_t b);
 
-/* Failure-free map: rank_to_node[r] for r in 0..ranks-1. Cost O(ranks). */
+/* Failure-free map: rank_to_node[r] for r in 0..ranks-1 (caller's array of
+ * `ranks` entries). Cost O(ranks). No error case. */
 void slide_initial_map(const slide_layout *lay, int32_t *rank_to_node);
 
 /* ---- mappings ---------------------------------------------------------- */
@@ -285,7 +287,7 @@ size_t slide_map_workspace_bytes(const slide_layout *lay);
  * slide1d O(line length); slide2d O(nodes / plane count) per plane visited
  * and O(ranks) once at the end; hybrid as slide1d, plus O(nodes/line length
  * + path) when it crosses; shrink O(k^2 .. k^3) for a nearest survivor k
- * hops away. Roughly 0.2-0.4 ms for 100k nodes (bench/sliding_map).
+ * hops away. About 0.05-0.2 ms for 100k nodes (bench/sliding_map).
  *
  * Errors: SLIDE_EINVAL (NULL lay/rank_to_node/work, nfailed < 0, failed NULL
  * with nfailed > 0), SLIDE_EMETHOD, SLIDE_EWORKSPACE, SLIDE_ENODE, SLIDE_EDUP,
