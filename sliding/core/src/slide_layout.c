@@ -225,8 +225,12 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
 void slide_node_coords(const slide_layout *lay, int32_t node,
                        int32_t coords[SLIDE_MAX_DIMS])
 {
-    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
-        coords[d] = slide_coord_(lay, node, d);
+    int32_t x = node / lay->stride[0];
+    int32_t rest = node - x * lay->stride[0];
+    int32_t y = rest / lay->stride[1];
+    coords[0] = x;
+    coords[1] = y;
+    coords[2] = rest - y * lay->stride[1];
 }
 
 int32_t slide_node_index(const slide_layout *lay,
