@@ -118,7 +118,7 @@ def _lib() -> ctypes.CDLL:
 
 def strerror(code: int) -> str:
     """The core's one-line message for a status code."""
-    return _lib().slide_strerror(code).decode()
+    return str(_lib().slide_strerror(code).decode())
 
 
 # ---- grids, spares, layouts --------------------------------------------------
@@ -220,7 +220,7 @@ class Layout:
         node = _lib().slide_node_index(ctypes.byref(self._c), (ctypes.c_int32 * 3)(*c))
         if node < 0:
             raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", ENODE)
-        return node
+        return int(node)
 
     def is_spare(self, node: int) -> bool:
         self._check_node(node)
@@ -230,7 +230,7 @@ class Layout:
         """Hop distance between two nodes."""
         self._check_node(a)
         self._check_node(b)
-        return _lib().slide_hops(ctypes.byref(self._c), a, b)
+        return int(_lib().slide_hops(ctypes.byref(self._c), a, b))
 
     def initial_map(self) -> list[int]:
         """Rank-to-node map before any failure."""
@@ -271,7 +271,7 @@ def _layout(layout: Layout | tuple[str, str]) -> Layout:
     raise SlideError("expected a Layout from make_layout() or a (grid, spares) pair", EINVAL)
 
 
-def _int32_array(values: Iterable[object], what: str) -> array:
+def _int32_array(values: Iterable[object], what: str) -> "array[int]":
     out = array("i")
     if out.itemsize != 4:  # pragma: no cover - every Linux/macOS target has 4-byte int
         out = array("l")
@@ -282,7 +282,7 @@ def _int32_array(values: Iterable[object], what: str) -> array:
     return out
 
 
-def _workspace(nbytes: int) -> ctypes.Array:
+def _workspace(nbytes: int) -> "ctypes.Array[ctypes.c_uint64]":
     return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
 
 
