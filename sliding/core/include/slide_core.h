@@ -88,7 +88,10 @@
  *               the secondary one. Consumes a whole plane of spares per
  *               failure, but every logical neighbour pair still talks along
  *               one straight line, so the 5/7-point stencil never puts two
- *               messages on one directed link (max link load 1).
+ *               messages on one directed link (max link load 1; the one
+ *               exception is a pair exactly half an even torus ring apart,
+ *               whose route is a tie-break and may overlap another), and one
+ *               removed plane adds at most one hop to any pair.
  *               Errors: SLIDE_EPLANE (no usable plane but free nodes exist),
  *               SLIDE_ENOSPARE.
  *
