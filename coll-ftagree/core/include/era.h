@@ -1,0 +1,131 @@
+/*
+ * era.h - transport-free Early Returning Agreement (ERA).
+ *
+ * One era_t per process and per communicator. It runs a sequence of
+ * agreements (instances 1, 2, 3, ...); each decides
+ *   - flag:        the bitwise AND of the flags contributed by the
+ *                  contributors (every process not in `failed`),
+ *   - failed:      the agreed set of failed processes (cumulative: it
+ *                  contains the previous instance's set),
+ *   - proc_failed: the uniform error: 1 iff some process in `failed` was not
+ *                  acknowledged by every contributor (the acknowledged sets
+ *                  are contributed and intersected), the same at every process.
+ *
+ * Like bmg.h this is a pure state machine (no I/O, no MPI, no globals):
+ *
+ *   events in                          actions out (era_callbacks_t)
+ *   ---------                          -----------
+ *   era_start()    local call          send(dest, bytes)
+ *   era_recv()     message             decide(result)
+ *   era_failure()  peer crashed
+ *
+ * Non-blocking use (MPIX_Comm_iagree): era_start() returns at once; the
+ * driver keeps feeding era_recv()/era_failure() ("progress") and polls
+ * era_test() or waits for the decide() callback. Callbacks run synchronously
+ * and must not call back into the same era_t; buffers passed to them are
+ * valid only during the call.
+ *
+ * Modes:
+ *   ERA_MODE_UNIFORM (default)  uniform agreement: no two processes, even ones
+ *                   that crash right after deciding, decide differently. The
+ *                   root proposes, waits until every live process holds the
+ *                   proposal (ACK wave), then decides and broadcasts. Four
+ *                   tree traversals per agreement, 4(P-1) messages.
+ *   ERA_MODE_EARLY  the classic two-traversal early-returning agreement
+ *                   (UP then DOWN, 2(P-1) messages): all processes that stay
+ *                   alive decide the same value and the same error, which is
+ *                   what MPIX_Comm_agree specifies; a process that decides and
+ *                   then crashes may have decided a value that the survivors
+ *                   do not (see docs/protocols.md for the counterexample).
+ *
+ * Both modes: termination, validity and irrevocability under any number of
+ * crashes, given a failure detector that eventually reports every crash to
+ * every live process and never reports a live one.
+ */
+#ifndef FTSLIDE_ERA_H
+#define FTSLIDE_ERA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ERA_OK 0
+#define ERA_EINVAL (-1) /* bad argument */
+#define ERA_ENOMEM (-2) /* allocation failed */
+#define ERA_EPROTO (-3) /* malformed message or one that breaks the protocol */
+#define ERA_EBUSY (-4)  /* era_start() while the previous instance is undecided */
+#define ERA_EGONE (-5)  /* era_test() on an instance already garbage-collected */
+
+typedef enum era_mode {
+    ERA_MODE_UNIFORM = 0,
+    ERA_MODE_EARLY = 1
+} era_mode_t;
+
+typedef struct era_result {
+    uint64_t inst;          /* instance number, 1-based */
+    uint64_t flag;          /* AND of the contributors' flags */
+    int proc_failed;        /* uniform error (see above) */
+    uint32_t nfailed;       /* number of ranks in `failed` */
+    const uint64_t *failed; /* bitmap, era_bitmap_words(nprocs) words, bit r = rank r */
+} era_result_t;
+
+typedef struct era_callbacks {
+    void (*send)(void *ctx, uint32_t dest, const void *msg, size_t len);
+    void (*decide)(void *ctx, const era_result_t *res);
+} era_callbacks_t;
+
+typedef struct era era_t;
+
+/* Words in a rank bitmap for nprocs ranks (bit r of word r/64). */
+size_t era_bitmap_words(uint32_t nprocs);
+/* Upper bound of the size of any message for nprocs ranks. */
+size_t era_max_msg_size(uint32_t nprocs);
+
+/* Create the agreement state of process `me` among `nprocs`. `initial_failed`
+ * (NULL: none) is a failed set every process agrees on beforehand (e.g. the
+ * failures already known when the communicator was created); it must not
+ * contain `me`. NULL on bad arguments or out of memory. */
+era_t *era_create(uint32_t nprocs, uint32_t me, era_mode_t mode, const uint64_t *initial_failed,
+                  const era_callbacks_t *cb, void *ctx);
+void era_destroy(era_t *e);
+
+/* Start the next instance with this process's `flag` and its acknowledged-
+ * failure set `acked` (bitmap, NULL = nothing acknowledged). Writes the
+ * instance number to *inst (if non-NULL). ERA_EBUSY if the previous instance
+ * has not decided here yet. May decide at once (e.g. nprocs == 1). */
+int era_start(era_t *e, uint64_t flag, const uint64_t *acked, uint64_t *inst);
+/* A message from `from` arrived. ERA_EPROTO means a malformed message or one
+ * no correct peer could have sent; the state is unchanged then. */
+int era_recv(era_t *e, uint32_t from, const void *msg, size_t len);
+/* The failure detector reports that `rank` crashed. Idempotent. */
+int era_failure(era_t *e, uint32_t rank);
+/* Re-evaluate the pending work (idempotent; never needed after the calls
+ * above, which progress by themselves). Returns 1 if the last started
+ * instance has decided, else 0. */
+int era_progress(era_t *e);
+/* 1 and the result if instance `inst` has decided here, 0 if it has not,
+ * ERA_EGONE if it was garbage-collected, ERA_EINVAL otherwise. `failed` (may
+ * be NULL) receives era_bitmap_words() words. */
+int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, uint64_t *failed);
+
+/* The agreed failed set of the last decided instance (initial set before). */
+const uint64_t *era_agreed_failed(const era_t *e);
+/* Last instance started / decided here (0: none). */
+uint64_t era_last_started(const era_t *e);
+uint64_t era_last_decided(const era_t *e);
+/* Number of messages this process has emitted so far. */
+uint64_t era_sent(const era_t *e);
+/* Number of messages ignored because their sender's previous decision
+ * differs from ours. Always 0 in uniform mode (and with the same
+ * initial_failed everywhere); in early mode only messages sent by processes
+ * that decided differently and crashed. */
+uint64_t era_rejected(const era_t *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTSLIDE_ERA_H */

@@ -1,0 +1,329 @@
+/*
+ * bmg.c - binomial-graph reliable broadcast, flooding and lean variants.
+ *
+ * State per process: the highest delivered epoch, the set of ranks known to
+ * hold it ("have": ranks we sent it to or received it from), and the set of
+ * ranks the failure detector reported dead. Every event ends with the same
+ * idempotent step: compute the effective neighbours under the current dead
+ * set and send the current epoch to those not in "have". Because effective
+ * neighbour sets only grow (minus dead ranks) as the dead set grows, this one
+ * rule covers first receipt, duplicates, and failures learned while a
+ * broadcast is in flight.
+ *
+ * Mutants for the model checker (compiled only into test binaries):
+ *   BMG_MUTANT_PLUS1_ONLY    flooding forwards to rank+1 only, never walks
+ *                            past a dead successor.
+ *   BMG_MUTANT_NO_REFORWARD  failures learned after delivery trigger nothing.
+ *   BMG_MUTANT_LEAN_NO_BYPASS lean variant skips dead tree neighbours instead
+ *                            of contracting them.
+ */
+#include "bmg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BMG_WIRE_MAGIC 0xB6u
+#define BMG_WIRE_VERSION 1u
+#define BMG_MSG_BCAST 1u
+
+struct bmg {
+    uint32_t n, me;
+    bmg_variant_t variant;
+    bmg_callbacks_t cb;
+    void *ctx;
+    uint64_t epoch;   /* highest delivered epoch, 0 = none */
+    uint32_t origin;  /* origin of the first message carrying `epoch` */
+    uint64_t nsent;
+    uint64_t *dead;   /* bitmap: reported crashed */
+    uint64_t *have;   /* bitmap: known to hold `epoch` */
+    uint32_t *targets; /* scratch: effective neighbours */
+    uint32_t *stack;   /* scratch: contraction walk (lean) */
+    uint32_t *stamp;   /* scratch: visit marks (lean) */
+    uint32_t gen;
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static size_t words_for(uint32_t n) { return ((size_t)n + 63u) / 64u; }
+
+static int bit_get(const uint64_t *b, uint32_t i) { return (int)((b[i >> 6] >> (i & 63u)) & 1u); }
+
+static void bit_set(uint64_t *b, uint32_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63u); }
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Appends r to out[0..*cnt) unless present; cap-checked. */
+static void add_unique(uint32_t *out, uint32_t *cnt, uint32_t cap, uint32_t r)
+{
+    for (uint32_t i = 0; i < *cnt && i < cap; i++)
+        if (out[i] == r) return;
+    if (*cnt < cap) out[*cnt] = r;
+    (*cnt)++;
+}
+
+/* ---- topology ------------------------------------------------------------- */
+
+uint32_t bmg_neighbors(uint32_t n, uint32_t rank, uint32_t *out, uint32_t cap)
+{
+    uint32_t cnt = 0;
+    if (n < 2 || rank >= n) return 0;
+    for (uint64_t d = 1; d < n; d <<= 1) {
+        uint32_t up = (uint32_t)((rank + d) % n);
+        uint32_t down = (uint32_t)((rank + n - d) % n);
+        if (up != rank) add_unique(out, &cnt, cap, up);
+        if (down != rank) add_unique(out, &cnt, cap, down);
+    }
+    return cnt;
+}
+
+uint32_t bmg_degree(uint32_t n)
+{
+    uint32_t tmp[80];
+    return bmg_neighbors(n, 0, tmp, 80);
+}
+
+uint32_t bmg_diameter(uint32_t n)
+{
+    if (n <= 1) return 0;
+    uint32_t *dist = malloc((size_t)n * sizeof *dist);
+    uint32_t *queue = malloc((size_t)n * sizeof *queue);
+    if (!dist || !queue) {
+        free(dist);
+        free(queue);
+        return UINT32_MAX;
+    }
+    for (uint32_t i = 0; i < n; i++) dist[i] = UINT32_MAX;
+    uint32_t head = 0, tail = 0, far = 0, nb[80];
+    dist[0] = 0;
+    queue[tail++] = 0;
+    while (head < tail) {
+        uint32_t u = queue[head++];
+        uint32_t k = bmg_neighbors(n, u, nb, 80);
+        for (uint32_t i = 0; i < k && i < 80; i++) {
+            if (dist[nb[i]] != UINT32_MAX) continue;
+            dist[nb[i]] = dist[u] + 1;
+            if (dist[nb[i]] > far) far = dist[nb[i]];
+            queue[tail++] = nb[i];
+        }
+    }
+    free(dist);
+    free(queue);
+    return far; /* circulant graph: the eccentricity of 0 is the diameter */
+}
+
+uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
+{
+    uint32_t cnt = 0;
+    if (n < 2 || v >= n) return 0;
+    uint64_t low = v ? (uint64_t)(v & (~v + 1u)) : (uint64_t)1 << 40; /* lowbit; "infinite" for 0 */
+    if (v) add_unique(out, &cnt, cap, (uint32_t)(v - low));
+    for (uint64_t d = 1; d < low && v + d < n; d <<= 1) add_unique(out, &cnt, cap, (uint32_t)(v + d));
+    return cnt;
+}
+
+/* ---- effective neighbours -------------------------------------------------- */
+
+#define MAX_TREE_DEG 40u
+
+/* Flooding: alive +-2^k neighbours, plus the nearest alive rank clockwise and
+ * counter-clockwise (walking past dead +-1 neighbours keeps the ring of alive
+ * ranks connected). */
+static uint32_t flood_targets(bmg_t *b)
+{
+    uint32_t n = b->n, me = b->me, cnt = 0, cap = n;
+    uint32_t *out = b->targets;
+    if (n < 2) return 0;
+#ifdef BMG_MUTANT_PLUS1_ONLY
+    out[cnt++] = (me + 1) % n;
+    (void)cap;
+    return cnt;
+#else
+    for (uint32_t d = 1; d < n; d++) {
+        uint32_t r = (uint32_t)(((uint64_t)me + d) % n);
+        if (!bit_get(b->dead, r)) {
+            add_unique(out, &cnt, cap, r);
+            break;
+        }
+    }
+    for (uint32_t d = 1; d < n; d++) {
+        uint32_t r = (uint32_t)(((uint64_t)me + n - d) % n);
+        if (!bit_get(b->dead, r)) {
+            add_unique(out, &cnt, cap, r);
+            break;
+        }
+    }
+    for (uint64_t d = 2; d < n; d <<= 1) {
+        uint32_t up = (uint32_t)((me + d) % n), down = (uint32_t)((me + n - d) % n);
+        if (up != me && !bit_get(b->dead, up)) add_unique(out, &cnt, cap, up);
+        if (down != me && !bit_get(b->dead, down)) add_unique(out, &cnt, cap, down);
+    }
+    return cnt;
+#endif
+}
+
+/* Lean: the spanning tree with every dead vertex contracted into its
+ * neighbours: the targets are the alive vertices reachable from `me` along
+ * tree paths whose inner vertices are all dead. */
+static uint32_t lean_targets(bmg_t *b)
+{
+    uint32_t n = b->n, cnt = 0, sp = 0, nb[MAX_TREE_DEG];
+    if (n < 2) return 0;
+    if (++b->gen == 0) { /* wrapped: reset marks */
+        memset(b->stamp, 0, (size_t)n * sizeof *b->stamp);
+        b->gen = 1;
+    }
+    b->stamp[b->me] = b->gen;
+    b->stack[sp++] = b->me;
+    while (sp > 0) {
+        uint32_t u = b->stack[--sp];
+        uint32_t k = bmg_tree_neighbors(n, u, nb, MAX_TREE_DEG);
+        for (uint32_t i = 0; i < k && i < MAX_TREE_DEG; i++) {
+            uint32_t w = nb[i];
+            if (b->stamp[w] == b->gen) continue;
+            b->stamp[w] = b->gen;
+            if (!bit_get(b->dead, w)) {
+                b->targets[cnt++] = w;
+            } else {
+#ifndef BMG_MUTANT_LEAN_NO_BYPASS
+                b->stack[sp++] = w; /* dead: look through it */
+#endif
+            }
+        }
+    }
+    return cnt;
+}
+
+/* Send the current epoch to every effective neighbour not known to hold it. */
+static void forward(bmg_t *b)
+{
+    unsigned char msg[BMG_MSG_SIZE];
+    uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b) : flood_targets(b);
+    memset(msg, 0, sizeof msg);
+    msg[0] = BMG_WIRE_MAGIC;
+    msg[1] = BMG_WIRE_VERSION;
+    msg[2] = BMG_MSG_BCAST;
+    msg[3] = (unsigned char)b->variant;
+    put_u32(msg + 4, b->origin);
+    put_u64(msg + 8, b->epoch);
+    for (uint32_t i = 0; i < cnt; i++) {
+        uint32_t t = b->targets[i];
+        if (t == b->me || bit_get(b->have, t)) continue;
+        bit_set(b->have, t);
+        b->nsent++;
+        if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
+    }
+}
+
+/* Adopt a higher epoch: forward first, then deliver (so a process that has
+ * delivered has already handed the message to all its current targets). */
+static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
+{
+    b->epoch = epoch;
+    b->origin = origin;
+    memset(b->have, 0, words_for(b->n) * sizeof *b->have);
+    if (from >= 0) bit_set(b->have, (uint32_t)from);
+    forward(b);
+    if (b->cb.deliver) b->cb.deliver(b->ctx, origin, epoch);
+}
+
+/* ---- public state machine -------------------------------------------------- */
+
+bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_callbacks_t *cb, void *ctx)
+{
+    if (n == 0 || me >= n || (variant != BMG_VARIANT_FLOOD && variant != BMG_VARIANT_LEAN)) return NULL;
+    bmg_t *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    size_t w = words_for(n);
+    b->n = n;
+    b->me = me;
+    b->variant = variant;
+    if (cb) b->cb = *cb;
+    b->ctx = ctx;
+    b->dead = calloc(w, sizeof *b->dead);
+    b->have = calloc(w, sizeof *b->have);
+    b->targets = calloc(n, sizeof *b->targets);
+    b->stack = calloc(n, sizeof *b->stack);
+    b->stamp = calloc(n, sizeof *b->stamp);
+    if (!b->dead || !b->have || !b->targets || !b->stack || !b->stamp) {
+        bmg_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+void bmg_destroy(bmg_t *b)
+{
+    if (!b) return;
+    free(b->dead);
+    free(b->have);
+    free(b->targets);
+    free(b->stack);
+    free(b->stamp);
+    free(b);
+}
+
+int bmg_broadcast(bmg_t *b, uint64_t epoch)
+{
+    if (!b || epoch == 0) return BMG_EINVAL;
+    if (epoch <= b->epoch) return BMG_OK;
+    adopt(b, epoch, b->me, -1);
+    return BMG_OK;
+}
+
+int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
+{
+    if (!b || !msg || from >= b->n || from == b->me) return BMG_EINVAL;
+    const unsigned char *p = msg;
+    if (len != BMG_MSG_SIZE || p[0] != BMG_WIRE_MAGIC || p[1] != BMG_WIRE_VERSION || p[2] != BMG_MSG_BCAST ||
+        p[3] != (unsigned char)b->variant)
+        return BMG_EPROTO;
+    uint32_t origin = get_u32(p + 4);
+    uint64_t epoch = get_u64(p + 8);
+    if (origin >= b->n || epoch == 0) return BMG_EPROTO;
+    if (epoch > b->epoch) {
+        adopt(b, epoch, origin, from);
+    } else if (epoch == b->epoch) {
+        bit_set(b->have, from); /* duplicate: the sender holds it, never send it back */
+    }
+    /* epoch < b->epoch: stale, superseded by what we already forwarded */
+    return BMG_OK;
+}
+
+int bmg_failure(bmg_t *b, uint32_t rank)
+{
+    if (!b || rank >= b->n) return BMG_EINVAL;
+    if (rank == b->me || bit_get(b->dead, rank)) return BMG_OK;
+    bit_set(b->dead, rank);
+#ifndef BMG_MUTANT_NO_REFORWARD
+    if (b->epoch) forward(b); /* replacement neighbours, if the dead one was on our path */
+#endif
+    return BMG_OK;
+}
+
+uint64_t bmg_epoch(const bmg_t *b) { return b ? b->epoch : 0; }
+
+uint32_t bmg_origin(const bmg_t *b) { return b ? b->origin : 0; }
+
+uint64_t bmg_sent(const bmg_t *b) { return b ? b->nsent : 0; }

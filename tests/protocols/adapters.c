@@ -1,0 +1,405 @@
+/* adapters.c - see adapters.h. */
+#include "adapters.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmg.h"
+#include "era.h"
+
+typedef struct pctx {
+    sim_t *s;
+    uint32_t rank;
+} pctx_t;
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) {
+        fprintf(stderr, "protocheck: out of memory\n");
+        exit(3);
+    }
+    return p;
+}
+
+static int bget(const uint64_t *b, uint32_t i) { return (int)((b[i >> 6] >> (i & 63u)) & 1u); }
+static void bset(uint64_t *b, uint32_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63u); }
+
+/* ========================================================================= */
+/* Reliable broadcast                                                         */
+/* ========================================================================= */
+
+#define BMG_MAXB 3
+#define BMG_MAXD 8
+
+typedef struct bmg_ad {
+    bmg_t **core;
+    pctx_t *ctx;
+    uint32_t nb;
+    uint32_t brank[BMG_MAXB];
+    uint64_t bepoch[BMG_MAXB];
+    int bdone[BMG_MAXB];
+    uint64_t *deliv; /* P x BMG_MAXD */
+    uint32_t *ndeliv;
+} bmg_ad_t;
+
+static void bmg_cb_send(void *c, uint32_t dest, const void *msg, size_t len)
+{
+    pctx_t *x = c;
+    sim_send(x->s, x->rank, dest, msg, len);
+}
+
+static void bmg_cb_deliver(void *c, uint32_t origin, uint64_t epoch)
+{
+    pctx_t *x = c;
+    sim_t *s = x->s;
+    bmg_ad_t *a = sim_pdata(s);
+    (void)origin;
+    if (!sim_act(s, x->rank)) return;
+    uint32_t r = x->rank, k = a->ndeliv[r];
+    if (k > 0 && a->deliv[(size_t)r * BMG_MAXD + k - 1] >= epoch)
+        sim_violation(s, "p%u delivered epoch %llu after epoch %llu", r, (unsigned long long)epoch,
+                      (unsigned long long)a->deliv[(size_t)r * BMG_MAXD + k - 1]);
+    if (k < BMG_MAXD) a->deliv[(size_t)r * BMG_MAXD + k] = epoch;
+    a->ndeliv[r]++;
+}
+
+static int bmg_setup(sim_t *s)
+{
+    const sim_params_t *prm = sim_params(s);
+    uint32_t P = prm->P;
+    bmg_ad_t *a = xcalloc(1, sizeof *a);
+    a->core = xcalloc(P, sizeof *a->core);
+    a->ctx = xcalloc(P, sizeof *a->ctx);
+    a->deliv = xcalloc((size_t)P * BMG_MAXD, sizeof *a->deliv);
+    a->ndeliv = xcalloc(P, sizeof *a->ndeliv);
+    sim_set_pdata(s, a);
+    bmg_callbacks_t cb = {bmg_cb_send, bmg_cb_deliver};
+    for (uint32_t r = 0; r < P; r++) {
+        a->ctx[r].s = s;
+        a->ctx[r].rank = r;
+        a->core[r] = bmg_create(P, r, prm->proto_variant ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &cb, &a->ctx[r]);
+        if (!a->core[r]) return -1;
+    }
+    switch (prm->scenario) {
+    case 0:
+        a->nb = 1, a->brank[0] = 0, a->bepoch[0] = 1;
+        break;
+    case 1:
+        a->nb = 1, a->brank[0] = P - 1, a->bepoch[0] = 1;
+        break;
+    case 2:
+        a->nb = 2, a->brank[0] = 0, a->bepoch[0] = 1, a->brank[1] = P - 1, a->bepoch[1] = 1;
+        break;
+    case 3:
+        a->nb = 2, a->brank[0] = 0, a->bepoch[0] = 1, a->brank[1] = P - 1, a->bepoch[1] = 2;
+        break;
+    default:
+        a->nb = 1 + (uint32_t)(sim_rand(s) % BMG_MAXB);
+        for (uint32_t i = 0; i < a->nb; i++) {
+            a->brank[i] = (uint32_t)(sim_rand(s) % P);
+            a->bepoch[i] = 1 + sim_rand(s) % 3;
+        }
+        break;
+    }
+    for (uint32_t i = 0; i < a->nb; i++) sim_post_local(s, a->brank[i], i);
+    return 0;
+}
+
+static void bmg_teardown(sim_t *s)
+{
+    bmg_ad_t *a = sim_pdata(s);
+    if (!a) return;
+    for (uint32_t r = 0; r < sim_nprocs(s); r++) bmg_destroy(a->core[r]);
+    free(a->core);
+    free(a->ctx);
+    free(a->deliv);
+    free(a->ndeliv);
+    free(a);
+    sim_set_pdata(s, NULL);
+}
+
+static void bmg_on_local(sim_t *s, uint32_t rank, uint64_t arg)
+{
+    bmg_ad_t *a = sim_pdata(s);
+    a->bdone[arg] = 1;
+    if (bmg_broadcast(a->core[rank], a->bepoch[arg]) != BMG_OK) sim_violation(s, "p%u: bmg_broadcast failed", rank);
+}
+
+static void bmg_on_msg(sim_t *s, uint32_t to, uint32_t from, const void *buf, size_t len)
+{
+    bmg_ad_t *a = sim_pdata(s);
+    int rc = bmg_recv(a->core[to], from, buf, len);
+    if (rc != BMG_OK) sim_violation(s, "p%u rejected a message from p%u (rc %d)", to, from, rc);
+}
+
+static void bmg_on_fail(sim_t *s, uint32_t observer, uint32_t dead)
+{
+    bmg_ad_t *a = sim_pdata(s);
+    if (bmg_failure(a->core[observer], dead) != BMG_OK) sim_violation(s, "p%u: bmg_failure failed", observer);
+}
+
+static void bmg_check(sim_t *s)
+{
+    bmg_ad_t *a = sim_pdata(s);
+    uint32_t P = sim_nprocs(s);
+    uint64_t top = 0;
+    int32_t top_rank = -1;
+    for (uint32_t r = 0; r < P; r++) {
+        uint32_t k = a->ndeliv[r] < BMG_MAXD ? a->ndeliv[r] : BMG_MAXD;
+        for (uint32_t i = 0; i < k; i++) {
+            uint64_t e = a->deliv[(size_t)r * BMG_MAXD + i];
+            int ok = 0;
+            for (uint32_t b = 0; b < a->nb; b++) ok |= a->bdone[b] && a->bepoch[b] == e;
+            if (!ok) sim_violation(s, "integrity: p%u delivered epoch %llu that nobody broadcast", r, (unsigned long long)e);
+        }
+        if (sim_dead(s, r)) continue;
+        uint64_t lvl = bmg_epoch(a->core[r]);
+        if (lvl > top) top = lvl, top_rank = (int32_t)r;
+    }
+    for (uint32_t r = 0; r < P; r++) {
+        if (sim_dead(s, r)) continue;
+        uint64_t lvl = bmg_epoch(a->core[r]);
+        if (lvl != top)
+            sim_violation(s, "agreement: alive p%d delivered epoch %llu but alive p%u ends at epoch %llu", top_rank,
+                          (unsigned long long)top, r, (unsigned long long)lvl);
+    }
+    for (uint32_t b = 0; b < a->nb; b++)
+        if (a->bdone[b] && !sim_dead(s, a->brank[b]) && top < a->bepoch[b])
+            sim_violation(s, "validity: alive origin p%u broadcast epoch %llu, alive processes end at %llu", a->brank[b],
+                          (unsigned long long)a->bepoch[b], (unsigned long long)top);
+}
+
+const sim_proto_t proto_bmg = {"bmg", bmg_setup, bmg_teardown, bmg_on_local, bmg_on_msg, bmg_on_fail, bmg_check};
+
+/* ========================================================================= */
+/* Agreement                                                                  */
+/* ========================================================================= */
+
+typedef struct era_ad {
+    era_t **core;
+    pctx_t *ctx;
+    uint32_t P;
+    size_t W;
+    int ninst;
+    uint64_t *known;   /* P x W: what each process's failure detector said */
+    uint8_t *started;  /* P x (ninst+1) */
+    uint64_t *flagin;  /* P x (ninst+1) */
+    uint64_t *ackin;   /* P x (ninst+1) x W */
+    uint8_t *decided;  /* P x (ninst+1): number of decide() calls */
+    uint64_t *dflag;   /* P x (ninst+1) */
+    uint8_t *derr;
+    uint64_t *dF;      /* P x (ninst+1) x W */
+} era_ad_t;
+
+#define IX(a, r, s) ((size_t)(r) * (size_t)((a)->ninst + 1) + (size_t)(s))
+
+static void era_cb_send(void *c, uint32_t dest, const void *msg, size_t len)
+{
+    pctx_t *x = c;
+    sim_send(x->s, x->rank, dest, msg, len);
+}
+
+static void era_cb_decide(void *c, const era_result_t *res)
+{
+    pctx_t *x = c;
+    sim_t *s = x->s;
+    era_ad_t *a = sim_pdata(s);
+    uint32_t r = x->rank;
+    if (!sim_act(s, r)) return;
+    if (res->inst == 0 || res->inst > (uint64_t)a->ninst) {
+        sim_violation(s, "p%u decided unknown instance %llu", r, (unsigned long long)res->inst);
+        return;
+    }
+    size_t ix = IX(a, r, res->inst);
+    if (a->decided[ix]++) {
+        sim_violation(s, "irrevocability: p%u decided instance %llu twice", r, (unsigned long long)res->inst);
+        return;
+    }
+    if (!a->started[ix]) sim_violation(s, "p%u decided instance %llu it never started", r, (unsigned long long)res->inst);
+    a->dflag[ix] = res->flag;
+    a->derr[ix] = (uint8_t)res->proc_failed;
+    memcpy(&a->dF[ix * a->W], res->failed, a->W * sizeof(uint64_t));
+    uint32_t cnt = 0;
+    for (uint32_t k = 0; k < a->P; k++) cnt += (uint32_t)bget(res->failed, k);
+    if (cnt != res->nfailed) sim_violation(s, "p%u: nfailed %u but %u bits set", r, res->nfailed, cnt);
+    if (res->inst < (uint64_t)a->ninst) sim_post_local(s, r, res->inst + 1);
+}
+
+static int era_setup(sim_t *s)
+{
+    const sim_params_t *prm = sim_params(s);
+    uint32_t P = prm->P;
+    era_ad_t *a = xcalloc(1, sizeof *a);
+    a->P = P;
+    a->W = era_bitmap_words(P);
+    a->ninst = prm->ninst > 0 ? prm->ninst : 1;
+    size_t slots = (size_t)P * (size_t)(a->ninst + 1);
+    a->core = xcalloc(P, sizeof *a->core);
+    a->ctx = xcalloc(P, sizeof *a->ctx);
+    a->known = xcalloc((size_t)P * a->W, sizeof(uint64_t));
+    a->started = xcalloc(slots, 1);
+    a->flagin = xcalloc(slots, sizeof(uint64_t));
+    a->ackin = xcalloc(slots * a->W, sizeof(uint64_t));
+    a->decided = xcalloc(slots, 1);
+    a->dflag = xcalloc(slots, sizeof(uint64_t));
+    a->derr = xcalloc(slots, 1);
+    a->dF = xcalloc(slots * a->W, sizeof(uint64_t));
+    sim_set_pdata(s, a);
+    era_callbacks_t cb = {era_cb_send, era_cb_decide};
+    for (uint32_t r = 0; r < P; r++) {
+        a->ctx[r].s = s;
+        a->ctx[r].rank = r;
+        a->core[r] = era_create(P, r, prm->proto_variant ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &a->ctx[r]);
+        if (!a->core[r]) return -1;
+    }
+    for (uint32_t r = 0; r < P; r++) sim_post_local(s, r, 1);
+    return 0;
+}
+
+static void era_teardown(sim_t *s)
+{
+    era_ad_t *a = sim_pdata(s);
+    if (!a) return;
+    for (uint32_t r = 0; r < a->P; r++) era_destroy(a->core[r]);
+    free(a->core);
+    free(a->ctx);
+    free(a->known);
+    free(a->started);
+    free(a->flagin);
+    free(a->ackin);
+    free(a->decided);
+    free(a->dflag);
+    free(a->derr);
+    free(a->dF);
+    free(a);
+    sim_set_pdata(s, NULL);
+}
+
+static void era_on_local(sim_t *s, uint32_t rank, uint64_t inst)
+{
+    era_ad_t *a = sim_pdata(s);
+    const sim_params_t *prm = sim_params(s);
+    size_t ix = IX(a, rank, inst);
+    uint64_t *ack = &a->ackin[ix * a->W];
+    /* Each contributor clears a bit of its own, so the AND shows exactly who
+     * contributed (exactly for P <= 64). */
+    uint64_t flag = ~((uint64_t)1 << ((rank + 7u * (uint32_t)inst) % 64u));
+    memcpy(ack, &a->known[(size_t)rank * a->W], a->W * sizeof(uint64_t));
+    if (prm->random_inputs) {
+        flag &= ~(sim_rand(s) & sim_rand(s) & sim_rand(s));
+        if (sim_rand(s) % 3 == 0) /* leave some known failures unacknowledged */
+            for (size_t i = 0; i < a->W; i++) ack[i] &= sim_rand(s);
+    }
+    a->flagin[ix] = flag;
+    a->started[ix] = 1;
+    uint64_t got = 0;
+    int rc = era_start(a->core[rank], flag, ack, &got);
+    if (rc == ERA_EPROTO)
+        sim_violation(s, "validity: alive p%u cannot start instance %llu: the previous decision lists it as failed", rank,
+                      (unsigned long long)inst);
+    else if (rc != ERA_OK || got != inst)
+        sim_violation(s, "p%u: era_start for instance %llu returned %d (instance %llu)", rank, (unsigned long long)inst, rc,
+                      (unsigned long long)got);
+}
+
+static void era_on_msg(sim_t *s, uint32_t to, uint32_t from, const void *buf, size_t len)
+{
+    era_ad_t *a = sim_pdata(s);
+    int rc = era_recv(a->core[to], from, buf, len);
+    if (rc != ERA_OK) sim_violation(s, "p%u rejected a message from p%u (rc %d)", to, from, rc);
+}
+
+static void era_on_fail(sim_t *s, uint32_t observer, uint32_t dead)
+{
+    era_ad_t *a = sim_pdata(s);
+    bset(&a->known[(size_t)observer * a->W], dead);
+    if (era_failure(a->core[observer], dead) != ERA_OK) sim_violation(s, "p%u: era_failure failed", observer);
+}
+
+static int same_decision(const era_ad_t *a, size_t i, size_t j)
+{
+    return a->dflag[i] == a->dflag[j] && a->derr[i] == a->derr[j] &&
+           memcmp(&a->dF[i * a->W], &a->dF[j * a->W], a->W * sizeof(uint64_t)) == 0;
+}
+
+static void era_check_validity(sim_t *s, era_ad_t *a, uint32_t r, int inst)
+{
+    size_t ix = IX(a, r, inst);
+    const uint64_t *F = &a->dF[ix * a->W];
+    uint64_t expect_flag = ~(uint64_t)0;
+    int expect_err = 0;
+    for (uint32_t k = 0; k < a->P; k++) {
+        int inF = bget(F, k);
+        int wasF = inst > 1 ? bget(&a->dF[IX(a, r, inst - 1) * a->W], k) : 0;
+        if (wasF && !inF) {
+            sim_violation(s, "validity: p%u instance %d dropped p%u from the failed set", r, inst, k);
+            return;
+        }
+        if (inF && !wasF && !sim_dead(s, k)) {
+            sim_violation(s, "validity: p%u instance %d lists alive p%u as failed", r, inst, k);
+            return;
+        }
+        if (inF) continue;
+        size_t kx = IX(a, k, inst);
+        if (!a->started[kx]) {
+            sim_violation(s, "validity: p%u instance %d counts p%u as contributor but it never started", r, inst, k);
+            return;
+        }
+        expect_flag &= a->flagin[kx];
+    }
+    for (uint32_t k = 0; k < a->P && !expect_err; k++) {
+        if (bget(F, k)) continue;
+        const uint64_t *ack = &a->ackin[IX(a, k, inst) * a->W];
+        for (uint32_t f = 0; f < a->P; f++)
+            if (bget(F, f) && !bget(ack, f)) {
+                expect_err = 1;
+                break;
+            }
+    }
+    if (a->dflag[ix] != expect_flag)
+        sim_violation(s, "validity: p%u instance %d flag %016llx, AND of contributors is %016llx", r, inst,
+                      (unsigned long long)a->dflag[ix], (unsigned long long)expect_flag);
+    if (a->derr[ix] != expect_err)
+        sim_violation(s, "uniform error: p%u instance %d error %d, rule gives %d", r, inst, a->derr[ix], expect_err);
+}
+
+static void era_check(sim_t *s)
+{
+    era_ad_t *a = sim_pdata(s);
+    const sim_params_t *prm = sim_params(s);
+    int strict = prm->proto_variant == 0 || prm->check_uniform;
+    if (prm->proto_variant == 0)
+        for (uint32_t r = 0; r < a->P; r++)
+            if (era_rejected(a->core[r]))
+                sim_violation(s, "p%u ignored %llu message(s) built on a different previous decision (impossible in uniform mode)", r,
+                              (unsigned long long)era_rejected(a->core[r]));
+    for (int inst = 1; inst <= a->ninst; inst++) {
+        int64_t ref = -1;
+        for (uint32_t r = 0; r < a->P; r++) {
+            if (sim_dead(s, r)) continue;
+            if (!a->decided[IX(a, r, inst)]) {
+                sim_violation(s, "termination: alive p%u did not decide instance %d", r, inst);
+                return;
+            }
+            if (ref < 0) ref = r;
+        }
+        for (uint32_t r = 0; r < a->P && ref < 0; r++)
+            if (a->decided[IX(a, r, inst)]) ref = r;
+        if (ref < 0) continue;
+        for (uint32_t r = 0; r < a->P; r++) {
+            size_t ix = IX(a, r, inst);
+            if (!a->decided[ix]) continue;
+            era_check_validity(s, a, r, inst);
+            if (!same_decision(a, ix, IX(a, ref, inst)) && (strict || !sim_dead(s, r))) {
+                sim_violation(s, "%sagreement: instance %d: p%u%s decided flag %016llx err %d, p%lld decided flag %016llx err %d",
+                              sim_dead(s, r) ? "uniform " : "", inst, r, sim_dead(s, r) ? " (crashed later)" : "",
+                              (unsigned long long)a->dflag[ix], a->derr[ix], (long long)ref,
+                              (unsigned long long)a->dflag[IX(a, ref, inst)], a->derr[IX(a, ref, inst)]);
+            }
+        }
+    }
+}
+
+const sim_proto_t proto_era = {"era", era_setup, era_teardown, era_on_local, era_on_msg, era_on_fail, era_check};
