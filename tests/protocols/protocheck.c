@@ -187,7 +187,9 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     uint32_t nf = 0;
     for (uint32_t r = 0; r < P; r++) {
         double u = (double)(sim_splitmix(&st) >> 11) / 9007199254740992.0;
-        uint64_t k = sim_splitmix(&st) % (K + 1);
+        /* half of the crash points among the first few actions (every
+         * process has those), half anywhere in the run */
+        uint64_t k = (sim_splitmix(&st) & 1) ? sim_splitmix(&st) % 4 : sim_splitmix(&st) % (K + 1);
         if (u < cp && nf < maxf) {
             crash[r] = (int32_t)k;
             nf++;
@@ -330,6 +332,7 @@ typedef struct exh {
     row_t row;
     uint64_t found;
     int stop;
+    char first_token[1024];
 } exh_t;
 
 static void token(char *buf, size_t n, uint32_t P, int scen, int drop, uint32_t lb, int ninst, const int32_t *crash,
@@ -342,6 +345,8 @@ static void token(char *buf, size_t n, uint32_t P, int scen, int drop, uint32_t 
     while (nch > 0 && ch[nch - 1] == 0) nch--;
     for (size_t i = 0; i < nch && off < n; i++) off += (size_t)snprintf(buf + off, n - off, "%s%u", i ? "," : "", ch[i]);
 }
+
+static int replay_token(const opts_t *o, const char *tok, int verbose);
 
 static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, const uint16_t *ch, size_t nch)
 {
@@ -376,9 +381,10 @@ static void exh_config(exh_t *x, int scen, int drop)
         row_add(&x->row, st);
         if (v) {
             x->found++;
+            char tok[1024];
+            token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->crash, st->chosen, st->nlog);
+            if (x->found == 1) snprintf(x->first_token, sizeof x->first_token, "%s", tok);
             if (!o->quiet || x->found <= 3) {
-                char tok[1024];
-                token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->crash, st->chosen, st->nlog);
                 printf("VIOLATION proto=%s P=%u: %s\n  replay: protocheck --proto %s --replay '%s'%s --trace\n", o->proto_name,
                        x->P, st->first_violation, o->proto_name, tok, o->check_uniform ? " --check-uniform" : "");
             }
@@ -477,9 +483,12 @@ static int run_exhaustive(const opts_t *o)
         nrows++;
         row_merge(&all, &x.row);
     }
-    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s\n", o->proto_name, o->pmin,
-           o->pmax, o->delay_bound, x.link_bound == UINT32_MAX ? "inf" : (x.link_bound == 1 ? "1" : "0"),
-           o->max_crashes >= 0 ? o->max_crashes : 2, is_era(o) ? " instances=" : "", is_era(o) ? (x.ninst == 1 ? "1" : x.ninst == 2 ? "2" : "3+") : "");
+    char lbuf[16], ibuf[32] = "";
+    if (x.link_bound == UINT32_MAX) snprintf(lbuf, sizeof lbuf, "inf");
+    else snprintf(lbuf, sizeof lbuf, "%u", x.link_bound);
+    if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
+    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s\n", o->proto_name, o->pmin,
+           o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf);
     print_header();
     for (int i = 0; i < nrows; i++) {
         print_row(&rows[i], NULL);
@@ -487,23 +496,30 @@ static int run_exhaustive(const opts_t *o)
     }
     if (nrows > 1) print_row(&all, "all");
     int rc = x.found ? (o->expect_violation ? 0 : 1) : (o->expect_violation ? 1 : 0);
+    if (x.found) {
+        int v = replay_token(o, x.first_token, 0);
+        printf("first violation: replay '%s' %s\n", x.first_token, v > 0 ? "reproduces it" : "does NOT reproduce it");
+        if (v <= 0) rc = 1;
+    }
     printf("result: %s (%" PRIu64 " schedule%s with violations%s)\n", rc == 0 ? "PASS" : "FAIL", x.found, x.found == 1 ? "" : "s",
            o->expect_violation ? ", violation expected" : "");
     sim_free(x.s);
     return rc;
 }
 
-static int run_replay(const opts_t *o)
+/* Runs the exhaustive schedule described by `tok`; returns its number of
+ * violations, or -1 if the token is malformed. */
+static int replay_token(const opts_t *o, const char *tok, int verbose)
 {
-    exh_t x;
+    static exh_t x;
     memset(&x, 0, sizeof x);
     x.o = o;
     int scen, drop, ninst;
     unsigned P, lb;
-    const char *p = o->replay;
-    if (sscanf(p, "%u,%d,%d,%u,%d;", &P, &scen, &drop, &lb, &ninst) != 5 || P < 1 || P > MAXP_EXH) {
+    const char *p = tok;
+    if (sscanf(p, "%u,%d,%d,%u,%d;", &P, &scen, &drop, &lb, &ninst) != 5 || P < 1 || P > MAXP_EXH || ninst < 1) {
         fprintf(stderr, "protocheck: bad --replay token '%s'\n", p);
-        return 2;
+        return -1;
     }
     p = strchr(p, ';') + 1;
     for (unsigned r = 0; r < P; r++) {
@@ -511,7 +527,7 @@ static int run_replay(const opts_t *o)
         long v = strtol(p, &end, 10);
         if (end == p) {
             fprintf(stderr, "protocheck: bad crash list in --replay token\n");
-            return 2;
+            return -1;
         }
         x.crash[r] = (int32_t)v;
         p = end;
@@ -533,15 +549,26 @@ static int run_replay(const opts_t *o)
     x.s = sim_new();
     sim_params_t prm;
     exh_params(&x, &prm, scen, drop, x.prefix, nch);
-    prm.trace = o->trace;
-    printf("replay P=%u scenario=%d drop=%d link-bound=%u instances=%d crashes:", P, scen, drop, lb, ninst);
-    for (unsigned r = 0; r < P; r++)
-        if (x.crash[r] >= 0) printf(" p%u@%d", r, x.crash[r]);
-    printf("\n");
+    prm.trace = verbose && o->trace;
+    if (verbose) {
+        printf("replay P=%u scenario=%d drop=%d link-bound=%u instances=%d crashes:", P, scen, drop, lb, ninst);
+        for (unsigned r = 0; r < P; r++)
+            if (x.crash[r] >= 0) printf(" p%u@%d", r, x.crash[r]);
+        printf("\n");
+    }
     uint32_t v = sim_run(x.s, o->proto, &prm);
     const sim_stats_t *st = sim_stats(x.s);
-    printf("events=%" PRIu64 " messages=%" PRIu64 " violations=%u%s%s\n", st->steps, st->msgs, v, v ? ": " : "", v ? st->first_violation : "");
+    if (verbose)
+        printf("events=%" PRIu64 " messages=%" PRIu64 " violations=%u%s%s\n", st->steps, st->msgs, v, v ? ": " : "",
+               v ? st->first_violation : "");
     sim_free(x.s);
+    return (int)v;
+}
+
+static int run_replay(const opts_t *o)
+{
+    int v = replay_token(o, o->replay, 1);
+    if (v < 0) return 2;
     return o->expect_violation ? (v ? 0 : 1) : (v ? 1 : 0);
 }
 

@@ -1,1 +1,368 @@
-int main(void) { return 0; }
+/*
+ * test_protocols_unit.c - unit tests of the BMG and ERA cores: topology
+ * facts, API edge cases, wire robustness, and small deterministic runs
+ * through a FIFO driver. (The schedule exploration lives in protocheck.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmg.h"
+#include "era.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                             \
+        }                                                                           \
+    } while (0)
+
+/* ---- a tiny FIFO network shared by both cores -------------------------------- */
+
+#define NETMAX 20000
+#define MSGMAX 512
+
+typedef struct netmsg {
+    uint32_t from, to;
+    size_t len;
+    unsigned char b[MSGMAX];
+} netmsg_t;
+
+static netmsg_t *q;
+static size_t qh, qt, nsent;
+
+typedef struct node {
+    uint32_t rank;
+    int ndeliv;
+    uint64_t last_epoch;
+    int ndecide;
+    era_result_t res;
+    uint64_t F[4];
+} node_t;
+
+static void net_send(void *ctx, uint32_t dest, const void *msg, size_t len)
+{
+    node_t *n = ctx;
+    if (qt >= NETMAX || len > MSGMAX) {
+        failures++;
+        return;
+    }
+    q[qt].from = n->rank;
+    q[qt].to = dest;
+    q[qt].len = len;
+    memcpy(q[qt].b, msg, len);
+    qt++;
+    nsent++;
+}
+
+static void on_deliver(void *ctx, uint32_t origin, uint64_t epoch)
+{
+    node_t *n = ctx;
+    (void)origin;
+    n->ndeliv++;
+    n->last_epoch = epoch;
+}
+
+static void on_decide(void *ctx, const era_result_t *res)
+{
+    node_t *n = ctx;
+    n->ndecide++;
+    n->res = *res;
+    memcpy(n->F, res->failed, sizeof n->F);
+    n->res.failed = n->F;
+}
+
+static void net_reset(void) { qh = qt = nsent = 0; }
+
+/* ---- BMG topology ----------------------------------------------------------------- */
+
+static uint32_t brute_diameter(uint32_t P)
+{
+    uint32_t best = 0, nb[80];
+    uint32_t *dist = malloc(P * sizeof *dist), *qu = malloc(P * sizeof *qu);
+    for (uint32_t s = 0; s < P; s++) {
+        for (uint32_t i = 0; i < P; i++) dist[i] = UINT32_MAX;
+        uint32_t h = 0, t = 0;
+        dist[s] = 0;
+        qu[t++] = s;
+        while (h < t) {
+            uint32_t u = qu[h++];
+            uint32_t k = bmg_neighbors(P, u, nb, 80);
+            for (uint32_t i = 0; i < k; i++)
+                if (dist[nb[i]] == UINT32_MAX) dist[nb[i]] = dist[u] + 1, qu[t++] = nb[i];
+        }
+        for (uint32_t i = 0; i < P; i++)
+            if (dist[i] > best) best = dist[i];
+    }
+    free(dist);
+    free(qu);
+    return best;
+}
+
+static void test_topology(void)
+{
+    uint32_t nb[80], nb2[80];
+    CHECK(bmg_degree(1) == 0);
+    CHECK(bmg_degree(2) == 1);
+    CHECK(bmg_degree(4) == 3);
+    CHECK(bmg_degree(5) == 4);
+    CHECK(bmg_degree(1024) == 19); /* +-1..+-256 and 512 once */
+    CHECK(bmg_degree(1000) == 20);
+    CHECK(bmg_diameter(1) == 0);
+    CHECK(bmg_diameter(2) == 1);
+    for (uint32_t P = 2; P <= 70; P++) {
+        CHECK(bmg_diameter(P) == brute_diameter(P));
+        for (uint32_t r = 0; r < P; r++) {
+            uint32_t k = bmg_neighbors(P, r, nb, 80);
+            CHECK(k == bmg_degree(P));
+            for (uint32_t i = 0; i < k; i++) {
+                CHECK(nb[i] != r && nb[i] < P);
+                for (uint32_t j = 0; j < i; j++) CHECK(nb[i] != nb[j]);
+                /* symmetric */
+                uint32_t k2 = bmg_neighbors(P, nb[i], nb2, 80);
+                int found = 0;
+                for (uint32_t j = 0; j < k2; j++) found |= nb2[j] == r;
+                CHECK(found);
+            }
+        }
+        /* lean tree: P-1 edges, every edge a BMG edge, connected */
+        uint32_t edges = 0;
+        for (uint32_t r = 0; r < P; r++) {
+            uint32_t k = bmg_tree_neighbors(P, r, nb, 80);
+            edges += k;
+            uint32_t kb = bmg_neighbors(P, r, nb2, 80);
+            for (uint32_t i = 0; i < k; i++) {
+                int inbmg = 0;
+                for (uint32_t j = 0; j < kb; j++) inbmg |= nb2[j] == nb[i];
+                CHECK(inbmg);
+            }
+            if (r) CHECK(nb[0] == r - (r & (~r + 1u))); /* parent first */
+        }
+        CHECK(edges == 2 * (P - 1));
+    }
+    CHECK(bmg_diameter(1024) == 5);
+}
+
+/* ---- BMG state machine --------------------------------------------------------------- */
+
+static void bmg_run(bmg_t **b, uint32_t P)
+{
+    while (qh < qt) {
+        netmsg_t *m = &q[qh++];
+        if (m->to < P && b[m->to]) CHECK(bmg_recv(b[m->to], m->from, m->b, m->len) == BMG_OK);
+    }
+}
+
+static void test_bmg_api(void)
+{
+    bmg_callbacks_t cb = {net_send, on_deliver};
+    node_t nd[16];
+    memset(nd, 0, sizeof nd);
+    CHECK(bmg_create(0, 0, BMG_VARIANT_FLOOD, &cb, NULL) == NULL);
+    CHECK(bmg_create(4, 4, BMG_VARIANT_FLOOD, &cb, NULL) == NULL);
+    CHECK(bmg_create(4, 0, (bmg_variant_t)7, &cb, NULL) == NULL);
+
+    /* P = 1: delivers locally, sends nothing */
+    net_reset();
+    bmg_t *one = bmg_create(1, 0, BMG_VARIANT_FLOOD, &cb, &nd[0]);
+    CHECK(bmg_broadcast(one, 0) == BMG_EINVAL);
+    CHECK(bmg_broadcast(one, 3) == BMG_OK && nd[0].ndeliv == 1 && nsent == 0);
+    CHECK(bmg_broadcast(one, 2) == BMG_OK && nd[0].ndeliv == 1); /* stale */
+    bmg_destroy(one);
+
+    /* malformed messages */
+    bmg_t *b = bmg_create(8, 0, BMG_VARIANT_FLOOD, &cb, &nd[0]);
+    unsigned char junk[BMG_MSG_SIZE];
+    memset(junk, 0, sizeof junk);
+    CHECK(bmg_recv(b, 1, junk, sizeof junk) == BMG_EPROTO);
+    CHECK(bmg_recv(b, 1, junk, 3) == BMG_EPROTO);
+    CHECK(bmg_recv(b, 9, junk, sizeof junk) == BMG_EINVAL);
+    CHECK(bmg_failure(b, 8) == BMG_EINVAL);
+    bmg_destroy(b);
+
+    /* flooding: dead +1 / +2 neighbours are walked past */
+    memset(nd, 0, sizeof nd);
+    net_reset();
+    b = bmg_create(8, 0, BMG_VARIANT_FLOOD, &cb, &nd[0]);
+    nd[0].rank = 0;
+    bmg_failure(b, 1);
+    bmg_failure(b, 2);
+    bmg_broadcast(b, 1);
+    int to3 = 0, to1 = 0;
+    for (size_t i = 0; i < qt; i++) to3 |= q[i].to == 3, to1 |= q[i].to == 1;
+    CHECK(to3 && !to1);
+    /* a failure learned later: forward to the replacement of the dead one */
+    size_t before = qt;
+    bmg_failure(b, 3); /* 3 was the walk-past successor: now 4 (already a +4 neighbour) */
+    bmg_failure(b, 7); /* -1 neighbour dies: walk to 6 (already -2), nothing new */
+    bmg_failure(b, 6);
+    int to5 = 0;
+    for (size_t i = before; i < qt; i++) to5 |= q[i].to == 5;
+    CHECK(to5); /* counter-clockwise walk past 7 and 6 reaches 5 */
+    bmg_destroy(b);
+
+    /* lean: a dead tree vertex is contracted (0's tree neighbours are 1,2,4;
+     * 4 dead -> its children 5 and 6 become targets) */
+    net_reset();
+    b = bmg_create(8, 0, BMG_VARIANT_LEAN, &cb, &nd[0]);
+    bmg_failure(b, 4);
+    bmg_broadcast(b, 1);
+    uint32_t seen = 0;
+    for (size_t i = 0; i < qt; i++) seen |= 1u << q[i].to;
+    CHECK(seen == ((1u << 1) | (1u << 2) | (1u << 5) | (1u << 6)));
+    bmg_destroy(b);
+
+    /* full runs: everybody delivers exactly once; message counts */
+    for (int v = 0; v < 2; v++) {
+        bmg_t *bs[16];
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 16; r++) {
+            nd[r].rank = r;
+            bs[r] = bmg_create(16, r, v ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &cb, &nd[r]);
+        }
+        bmg_broadcast(bs[5], 2);
+        bmg_broadcast(bs[9], 2); /* concurrent, same epoch */
+        bmg_run(bs, 16);
+        for (uint32_t r = 0; r < 16; r++) CHECK(nd[r].ndeliv == 1 && bmg_epoch(bs[r]) == 2);
+        bmg_broadcast(bs[0], 1); /* stale */
+        bmg_broadcast(bs[3], 4);
+        bmg_run(bs, 16);
+        for (uint32_t r = 0; r < 16; r++) CHECK(nd[r].ndeliv == 2 && nd[r].last_epoch == 4 && bmg_origin(bs[r]) == 3);
+        for (uint32_t r = 0; r < 16; r++) bmg_destroy(bs[r]);
+    }
+}
+
+/* ---- ERA ---------------------------------------------------------------------------- */
+
+static void era_run(era_t **e, uint32_t P, const uint8_t *dead)
+{
+    while (qh < qt) {
+        netmsg_t *m = &q[qh++];
+        if (m->to < P && e[m->to] && !(dead && dead[m->to])) CHECK(era_recv(e[m->to], m->from, m->b, m->len) == ERA_OK);
+    }
+}
+
+static void test_era_api(void)
+{
+    era_callbacks_t cb = {net_send, on_decide};
+    node_t nd[16];
+    memset(nd, 0, sizeof nd);
+    uint64_t bad[1] = {1};
+    CHECK(era_create(0, 0, ERA_MODE_UNIFORM, NULL, &cb, NULL) == NULL);
+    CHECK(era_create(3, 3, ERA_MODE_UNIFORM, NULL, &cb, NULL) == NULL);
+    CHECK(era_create(3, 0, ERA_MODE_UNIFORM, bad, &cb, NULL) == NULL); /* me in the initial failed set */
+    CHECK(era_bitmap_words(64) == 1 && era_bitmap_words(65) == 2);
+
+    /* P = 1 decides at once */
+    net_reset();
+    era_t *one = era_create(1, 0, ERA_MODE_UNIFORM, NULL, &cb, &nd[0]);
+    uint64_t inst = 0, flag = 0;
+    int err = -1;
+    CHECK(era_start(one, 0xf0, NULL, &inst) == ERA_OK && inst == 1);
+    CHECK(nd[0].ndecide == 1 && nd[0].res.flag == 0xf0 && nd[0].res.proc_failed == 0 && nd[0].res.nfailed == 0);
+    CHECK(era_test(one, 1, &flag, &err, NULL) == 1 && flag == 0xf0 && err == 0);
+    CHECK(era_start(one, 1, NULL, &inst) == ERA_OK && inst == 2);
+    CHECK(era_start(one, 1, NULL, &inst) == ERA_OK && inst == 3);
+    CHECK(era_test(one, 1, &flag, &err, NULL) == ERA_EGONE); /* collected after instance 2 decided */
+    CHECK(era_test(one, 3, &flag, &err, NULL) == 1);
+    CHECK(era_test(one, 9, &flag, &err, NULL) == ERA_EINVAL);
+    era_destroy(one);
+
+    /* wire robustness and EBUSY */
+    net_reset();
+    era_t *e = era_create(4, 0, ERA_MODE_EARLY, NULL, &cb, &nd[0]);
+    unsigned char junk[64];
+    memset(junk, 0, sizeof junk);
+    CHECK(era_recv(e, 1, junk, sizeof junk) == ERA_EPROTO);
+    CHECK(era_recv(e, 1, junk, 0) == ERA_EPROTO);
+    CHECK(era_recv(e, 0, junk, sizeof junk) == ERA_EINVAL);
+    CHECK(era_failure(e, 0) == ERA_EINVAL);
+    CHECK(era_start(e, 1, NULL, &inst) == ERA_OK);
+    CHECK(era_start(e, 1, NULL, &inst) == ERA_EBUSY);
+    CHECK(era_progress(e) == 0);
+    era_destroy(e);
+
+    /* failure-free runs: 2(P-1) messages (early) and 4(P-1) (uniform) */
+    for (int mode = 0; mode < 2; mode++) {
+        era_t *es[16];
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 11; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(11, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &nd[r]);
+        }
+        for (uint32_t r = 0; r < 11; r++) era_start(es[r], ~((uint64_t)1 << r), NULL, NULL);
+        era_run(es, 11, NULL);
+        CHECK(nsent == (mode ? 2u : 4u) * 10u);
+        for (uint32_t r = 0; r < 11; r++) {
+            CHECK(nd[r].ndecide == 1 && nd[r].res.flag == ~(uint64_t)0x7ff && nd[r].res.nfailed == 0 && !nd[r].res.proc_failed);
+            CHECK(era_sent(es[r]) <= 6);
+            era_destroy(es[r]);
+        }
+    }
+
+    /* the uniform error rule: 5 ranks, rank 4 failed beforehand; the error
+     * is raised everywhere unless every contributor acknowledged rank 4 */
+    for (int all_acked = 0; all_acked < 2; all_acked++) {
+        era_t *es[5];
+        uint64_t init[1] = {1u << 4}, ack[1] = {1u << 4}, none[1] = {0};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 4; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(5, r, ERA_MODE_UNIFORM, init, &cb, &nd[r]);
+        }
+        for (uint32_t r = 0; r < 4; r++) era_start(es[r], 1, (all_acked || r != 2) ? ack : none, NULL);
+        era_run(es, 4, NULL);
+        for (uint32_t r = 0; r < 4; r++) {
+            CHECK(nd[r].ndecide == 1 && nd[r].res.nfailed == 1 && nd[r].F[0] == (1u << 4));
+            CHECK(nd[r].res.proc_failed == !all_acked);
+            era_destroy(es[r]);
+        }
+    }
+
+    /* a crash: rank 1 (an inner vertex) dies before contributing; its
+     * children bypass it, everybody else decides F = {1} with the error */
+    for (int mode = 0; mode < 2; mode++) {
+        era_t *es[7];
+        uint8_t dead[7] = {0, 1, 0, 0, 0, 0, 0};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 7; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(7, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &nd[r]);
+        }
+        for (uint32_t r = 0; r < 7; r++)
+            if (!dead[r]) era_start(es[r], 3, NULL, NULL);
+        era_run(es, 7, dead);
+        for (uint32_t r = 0; r < 7; r++)
+            if (!dead[r]) era_failure(es[r], 1);
+        era_run(es, 7, dead);
+        for (uint32_t r = 0; r < 7; r++) {
+            if (dead[r]) continue;
+            CHECK(nd[r].ndecide == 1 && nd[r].F[0] == 2u && nd[r].res.proc_failed == 1 && nd[r].res.flag == 3);
+            CHECK(era_agreed_failed(es[r])[0] == 2u && era_last_decided(es[r]) == 1);
+        }
+        for (uint32_t r = 0; r < 7; r++) era_destroy(es[r]);
+    }
+}
+
+int main(void)
+{
+    q = calloc(NETMAX, sizeof *q);
+    if (!q) return 2;
+    test_topology();
+    test_bmg_api();
+    test_era_api();
+    free(q);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("protocols unit tests: all checks passed\n");
+    return 0;
+}
