@@ -82,6 +82,7 @@ static void usage(FILE *f)
             "                        (default: exhaustive 1, random mixed among 0,1,3,inf)\n"
             "  --drop keep|drop|coin in-flight messages of a crashed process (default: explore / mixed)\n"
             "  --instances N         era: agreements per run (default: exhaustive 2, random 3)\n"
+            "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -304,11 +305,16 @@ static int run_seed(const opts_t *o)
     if (!s || !crash) return 3;
     sim_params_t prm;
     gen_random(o, o->seed, o->pmin, &prm, crash);
-    printf("schedule seed=0x%016" PRIx64 " P=%u drop=%d link-bound=%u fail-bias=%.2f scenario=%d crashes:", o->seed, o->pmin, prm.drop_mode,
-           prm.link_bound, prm.fail_bias, prm.scenario);
+    char lb[16];
+    if (prm.link_bound == UINT32_MAX) snprintf(lb, sizeof lb, "inf");
+    else snprintf(lb, sizeof lb, "%u", prm.link_bound);
+    printf("schedule seed=0x%016" PRIx64 " P=%u drop=%s link-bound=%s fail-bias=%.2f%s crashes:", o->seed, o->pmin,
+           prm.drop_mode == 0 ? "keep" : prm.drop_mode == 1 ? "drop" : "coin", lb, prm.fail_bias,
+           is_era(o) ? "" : (prm.scenario == 4 ? " scenario=random" : " scenario=fixed"));
     for (uint32_t r = 0; r < o->pmin; r++)
         if (crash[r] >= 0) printf(" p%u@%d", r, crash[r]);
     printf("\n");
+    fflush(stdout);
     uint32_t v = sim_run(s, o->proto, &prm);
     const sim_stats_t *st = sim_stats(s);
     printf("events=%" PRIu64 " messages=%" PRIu64 " crashes=%" PRIu64 " violations=%u%s%s\n", st->steps, st->msgs, st->crashes, v,
@@ -555,6 +561,7 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
         for (unsigned r = 0; r < P; r++)
             if (x.crash[r] >= 0) printf(" p%u@%d", r, x.crash[r]);
         printf("\n");
+        fflush(stdout);
     }
     uint32_t v = sim_run(x.s, o->proto, &prm);
     const sim_stats_t *st = sim_stats(x.s);
