@@ -14,6 +14,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import FtslideError
+from .mpi import ensure_stdin
 
 # Sub-command modules under ftslide/commands, in the order --help lists them.
 COMMANDS = ["doctor", "build_mpi", "env", "run", "demo"]
@@ -40,6 +41,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A closed stdin would let the next pipe take descriptor 0 and confuse mpirun.
+    ensure_stdin()
     parser, modules = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     module = modules.get(argv[0]) if argv else None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Sequence
 
@@ -37,14 +39,17 @@ def mpirun_argv(prefix: Path, args: Sequence[str]) -> list[str]:
 
 
 def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = None,
-                    flags: Sequence[str] = ("-O2",), out_dir: Path | None = None) -> Path:
+                    flags: Sequence[str] = ("-O2",), out_dir: Path | None = None,
+                    include_dirs: Sequence[Path] = ()) -> Path:
     """Compile C ``sources`` with the build's ``mpicc``; reuse the binary while nothing changed.
 
-    The binary is named after a hash of the sources, the flags, the headers in
-    INCLUDE_DIRS and the prefix, under ``out_dir`` (default: the cache).
+    Headers are searched in ``include_dirs`` and INCLUDE_DIRS. The binary is named
+    after a hash of the sources, the flags, those headers and the prefix, under
+    ``out_dir`` (default: the cache).
     """
+    include_dirs = (*include_dirs, *INCLUDE_DIRS)
     digest = hashlib.sha256(str(prefix).encode() + "\0".join(flags).encode())
-    for path in [*sources, *sorted(p for d in INCLUDE_DIRS for p in d.glob("*.h"))]:
+    for path in [*sources, *sorted(p for d in include_dirs for p in d.glob("*.h"))]:
         try:
             digest.update(path.read_bytes())
         except OSError:
@@ -55,7 +60,7 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     if binary.exists():
         return binary
     partial = binary.with_suffix(".partial")
-    cmd = [str(prefix / "bin" / "mpicc"), *flags, *(f"-I{d}" for d in INCLUDE_DIRS),
+    cmd = [str(prefix / "bin" / "mpicc"), *flags, *(f"-I{d}" for d in include_dirs),
            "-o", str(partial), *map(str, sources)]
     result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
     if result.returncode != 0:
@@ -130,43 +135,81 @@ def check_program(program: str) -> None:
         raise FtslideError(f"program {program!r} is not on PATH; give its path (./{program})")
 
 
+class MpirunTimeout(FtslideError):
+    """mpirun ran past its timeout; ``stdout``/``stderr`` hold what it printed until then."""
+
+    def __init__(self, message: str, stdout: str, stderr: str) -> None:
+        super().__init__(message)
+        self.stdout, self.stderr = stdout, stderr
+
+
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out."""
+    ensure_stdin()
     argv = mpirun_argv(prefix, args)
     full_env = launch_environment(prefix)
     full_env.update(env or {})
-    proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True,
+    name, value = run_marker()
+    full_env[name] = value
+    # mpirun forwards stdin to rank 0 and hangs when stdin is closed: give it /dev/null.
+    proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.PIPE if capture else None)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        kill_session(proc.pid)
+        kill_processes(proc.pid, f"{name}={value}")
         out, err = proc.communicate()
-        raise FtslideError(f"mpirun did not finish within {timeout:.0f} s and was killed: "
-                           f"{' '.join(argv)}") from None
+        raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
+                            f"{' '.join(argv)}", out or "", err or "") from None
     finally:
-        # Ranks or daemons that outlive mpirun (or a timeout) go with its session.
-        kill_session(proc.pid)
+        # Ranks or daemons that outlive mpirun (or a timeout) are killed too.
+        kill_processes(proc.pid, f"{name}={value}")
         proc.wait()
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def kill_session(session_id: int) -> None:
-    """SIGKILL every process of the session that ``session_id`` leads (mpirun and its ranks)."""
+def ensure_stdin() -> None:
+    """Open /dev/null as file descriptor 0 if stdin is closed (mpirun hangs on a closed stdin)."""
     try:
-        os.killpg(session_id, 9)
+        os.fstat(0)
+    except OSError:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd != 0:
+            os.dup2(fd, 0)
+            os.close(fd)
+
+
+def kill_processes(session_id: int, marker: str | None = None) -> None:
+    """SIGKILL the session that ``session_id`` leads and every process whose environment holds ``marker``.
+
+    ``marker`` is a ``NAME=value`` string: PRRTE starts ranks in sessions of their
+    own, but they inherit the launcher's environment.
+    """
+    try:
+        os.killpg(session_id, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    needle = marker.encode() if marker else None
     for proc_dir in Path("/proc").glob("[0-9]*"):
+        pid = int(proc_dir.name)
+        if pid == os.getpid():
+            continue
         try:
             stat = (proc_dir / "stat").read_text()
-            sid = int(stat.rsplit(")", 1)[1].split()[4])
+            ours = int(stat.rsplit(")", 1)[1].split()[4]) == session_id
+            if not ours and needle is not None:
+                ours = needle in (proc_dir / "environ").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if sid == session_id:
+        if ours:
             try:
-                os.kill(int(proc_dir.name), 9)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def run_marker() -> tuple[str, str]:
+    """A fresh (name, value) environment marker that identifies one launch and its descendants."""
+    return "FTSLIDE_RUN_ID", uuid.uuid4().hex

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
+import os
+import uuid
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide.mpi import compile_program
+from ftslide.mpi import compile_program, ensure_stdin
 from ftslide.ompi_build import require_prefix
 
 from mpiharness import MPI_SOURCES, MpiRun, run_program
@@ -31,7 +32,7 @@ def mpi_program(mpi_prefix: Path, tmp_path_factory: pytest.TempPathFactory) -> C
 
     def build(relative: str, flags: tuple[str, ...] = ()) -> Path:
         return compile_program(mpi_prefix, [MPI_SOURCES / relative], flags=("-O2", "-Wall", *flags),
-                               out_dir=out_dir)
+                               out_dir=out_dir, include_dirs=[MPI_SOURCES])
 
     return build
 
@@ -46,10 +47,30 @@ def run_mpi(mpi_prefix: Path) -> Callable[..., MpiRun]:
     return run
 
 
+# Every process this test run starts (mpirun, daemons, ranks) inherits this marker.
+RUN_MARKER = f"FTSLIDE_TEST_RUN={uuid.uuid4().hex}"
+os.environ["FTSLIDE_TEST_RUN"] = RUN_MARKER.split("=", 1)[1]
+# With descriptor 0 closed, a pipe could take it and become some child's stdin.
+ensure_stdin()
+
+
+def processes_of_this_run() -> list[str]:
+    """Command lines of live processes (other than pytest itself) that carry RUN_MARKER."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():
+            continue
+        try:
+            if RUN_MARKER.encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_leftover_mpi_processes():
-    """After the session, no prterun/prted/rank of ours may be left running."""
+def no_leftover_processes():
+    """After the session, no process started by these tests may be left running."""
     yield
-    left = subprocess.run(["pgrep", "-a", "-f", "prterun|prted|ftslide/programs|mpi-programs"],
-                          capture_output=True, text=True).stdout.strip()
-    assert not left, f"MPI processes left running after the tests:\n{left}"
+    left = processes_of_this_run()
+    assert not left, "processes left running after the tests:\n" + "\n".join(left)

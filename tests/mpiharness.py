@@ -56,8 +56,12 @@ def run_program(prefix: Path, program: Path, np: int, args: Sequence[str] = (),
     extra = dict(env or {})
     if kill:
         extra["FTSLIDE_KILL"] = ",".join(f"{rank}@{point}" for rank, point in kill.items())
-    result = mpi.run(prefix, [*mpirun_options, "-np", str(np), str(program), *args],
-                     timeout=timeout, env=extra)
+    try:
+        result = mpi.run(prefix, [*mpirun_options, "-np", str(np), str(program), *args],
+                         timeout=timeout, env=extra)
+    except mpi.MpirunTimeout as exc:
+        hung = parse_run(-9, exc.stdout, exc.stderr)
+        raise AssertionError(f"{exc}\n{hung.describe()}") from None
     run = parse_run(result.returncode, result.stdout, result.stderr)
     for rank, point in (kill or {}).items():
         assert run.killed.get(rank) == point, f"rank {rank} was not killed at {point}:\n{run.describe()}"

@@ -12,20 +12,32 @@ from pathlib import Path
 import pytest
 
 from ftslide import ompi_build
+from ftslide.mpi import kill_processes, run_marker
 from ftslide.ompi_build import BuildInputs, Overlay
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def ftslide(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ftslide", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=REPO)
+    """Run the ftslide CLI in a session of its own, killed (with any ranks it started) when it ends."""
+    name, value = run_marker()
+    proc = subprocess.Popen([sys.executable, "-m", "ftslide", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {}), name: value}, cwd=REPO, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        kill_processes(proc.pid, f"{name}={value}")
+        proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *phrases: str) -> None:
+    """Non-zero exit; stderr is progress lines ("[build-mpi ...]") at most, then one error line."""
     assert result.returncode != 0, result
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("[build-mpi ")]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == lines[0]
     for phrase in phrases:
         assert phrase in lines[0], lines[0]
 

@@ -35,12 +35,12 @@ def test_missing_program(tmp_path):
 
 
 def test_run_starts_ranks_with_ulfm(mpi_program):
-    """ftslide run oversubscribes by default: 6 ranks on this machine, each reporting its rank."""
-    hello = mpi_program("conformance/proc_failed.c")
-    result = ftslide("run", "-np", "3", "--mca", "mpi_ft_verbose", "0", str(hello))
+    """ftslide run gives ULFM (revoke works) and oversubscribes by default: 6 ranks on 2 cores."""
+    revoke = mpi_program("conformance/revoke.c")
+    result = ftslide("run", "-np", "4", "--mca", "mpi_ft_verbose", "0", str(revoke), timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("finished=1") == 3
-    six = ftslide("run", "-np", "6", "/bin/echo", "x")
+    assert result.stdout.count("is_revoked=1") == 4
+    six = ftslide("run", "-np", "6", "/bin/echo", "x", timeout=60)
     assert six.returncode == 0 and six.stdout.split() == ["x"] * 6, six.stderr
 
 
