@@ -1,0 +1,284 @@
+/*
+ * jacobi3d: a 3D Jacobi 7-point stencil that survives node failures with the
+ * sliding runtime (sliding.h).
+ *
+ * Usage: jacobi3d GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]
+ *   GRID     node grid with spares, e.g. torus:3x2x2 (3D only)
+ *   SPARES   spare layout, e.g. x:1
+ *   METHOD   simple, slide1d, slide2d or hybrid
+ *   N        points per rank and dimension (default 8)
+ *
+ * Each rank owns an N^3 block of a global field, periodic on a torus and with
+ * zero boundaries on a mesh. Every iteration exchanges the six faces with the
+ * Cartesian neighbours and averages them. A checkpoint is taken every
+ * CHECKPOINT_EVERY iterations; after a recovery every rank resumes from it.
+ * At the end the blocks' sums are gathered to rank 0 and added in rank
+ * order, so a run with failures must print the same checksum, bit for bit, as
+ * one without.
+ *
+ * Output of logical rank 0:
+ *   jacobi3d: recovered at iteration I: failed nodes 2,5; attempts 1; times ms agree .. map .. rebuild .. state .. commit .. total ..
+ *   jacobi3d: done: ITERATIONS iterations, N^3 per rank, checksum 0x... (value)
+ *
+ * Fault injection (ftslide_killpoint.h), by node id = MPI_COMM_WORLD rank:
+ * "iter=I" at the start of iteration I; the runtime's own points inside a
+ * recovery ("recovery_start", "recovery_state").
+ */
+#include <inttypes.h>
+#include <mpi.h>
+#include <mpi-ext.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftslide_killpoint.h"
+#include "sliding.h"
+
+typedef struct field {
+    int n;          /* interior points per dimension */
+    double *u, *v;  /* (n+2)^3 with a halo layer */
+    double *send, *recv;
+} field_t;
+
+#define AT(f, a, i, j, k) (a)[((size_t)(i) * (size_t)((f)->n + 2) + (size_t)(j)) * (size_t)((f)->n + 2) + (size_t)(k)]
+
+static void initial_values(field_t *f, MPI_Comm cart)
+{
+    int rank, coords[3];
+    MPI_Comm_rank(cart, &rank);
+    MPI_Cart_coords(cart, rank, 3, coords);
+    memset(f->u, 0, sizeof(double) * (size_t)(f->n + 2) * (size_t)(f->n + 2) * (size_t)(f->n + 2));
+    for (int i = 1; i <= f->n; i++) {
+        for (int j = 1; j <= f->n; j++) {
+            for (int k = 1; k <= f->n; k++) {
+                long gx = (long)coords[0] * f->n + i, gy = (long)coords[1] * f->n + j,
+                     gz = (long)coords[2] * f->n + k;
+                AT(f, f->u, i, j, k) = (double)((gx * 7 + gy * 13 + gz * 29) % 101) / 101.0;
+            }
+        }
+    }
+}
+
+/* Copy face 'side' (0 low, 1 high) of dimension 'dim' of u into or out of buf. */
+static void face(field_t *f, int dim, int plane, double *buf, int to_buffer)
+{
+    size_t idx = 0;
+    for (int a = 1; a <= f->n; a++) {
+        for (int b = 1; b <= f->n; b++) {
+            double *cell = dim == 0   ? &AT(f, f->u, plane, a, b)
+                           : dim == 1 ? &AT(f, f->u, a, plane, b)
+                                      : &AT(f, f->u, a, b, plane);
+            if (to_buffer) {
+                buf[idx++] = *cell;
+            } else {
+                *cell = buf[idx++];
+            }
+        }
+    }
+}
+
+/* Exchange the six faces; missing neighbours (mesh edges) leave zero halos. */
+static int exchange_halos(field_t *f, MPI_Comm cart)
+{
+    int count = f->n * f->n;
+    for (int dim = 0; dim < 3; dim++) {
+        int low, high;
+        MPI_Cart_shift(cart, dim, 1, &low, &high);
+        /* Send the high face up, receive the low halo from below; then the reverse. */
+        for (int dir = 0; dir < 2; dir++) {
+            int to = dir == 0 ? high : low, from = dir == 0 ? low : high;
+            face(f, dim, dir == 0 ? f->n : 1, f->send, 1);
+            int rc = MPI_Sendrecv(f->send, count, MPI_DOUBLE, to, dim * 2 + dir, f->recv, count, MPI_DOUBLE,
+                                  from, dim * 2 + dir, cart, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) {
+                return rc;
+            }
+            if (from != MPI_PROC_NULL) {
+                face(f, dim, dir == 0 ? 0 : f->n + 1, f->recv, 0);
+            }
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+static void sweep(field_t *f)
+{
+    for (int i = 1; i <= f->n; i++) {
+        for (int j = 1; j <= f->n; j++) {
+            for (int k = 1; k <= f->n; k++) {
+                AT(f, f->v, i, j, k) = (AT(f, f->u, i - 1, j, k) + AT(f, f->u, i + 1, j, k) +
+                                        AT(f, f->u, i, j - 1, k) + AT(f, f->u, i, j + 1, k) +
+                                        AT(f, f->u, i, j, k - 1) + AT(f, f->u, i, j, k + 1)) / 6.0;
+            }
+        }
+    }
+    double *t = f->u;
+    f->u = f->v;
+    f->v = t;
+}
+
+/* Sum of the block, then of all blocks in rank order at rank 0. */
+static int checksum(field_t *f, MPI_Comm cart, double *total)
+{
+    double mine = 0;
+    for (int i = 1; i <= f->n; i++) {
+        for (int j = 1; j <= f->n; j++) {
+            for (int k = 1; k <= f->n; k++) {
+                mine += AT(f, f->u, i, j, k);
+            }
+        }
+    }
+    int rank, size;
+    MPI_Comm_rank(cart, &rank);
+    MPI_Comm_size(cart, &size);
+    double *all = rank == 0 ? malloc(sizeof(double) * (size_t)size) : NULL;
+    int rc = MPI_Gather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, cart);
+    if (rc == MPI_SUCCESS && rank == 0) {
+        *total = 0;
+        for (int r = 0; r < size; r++) {
+            *total += all[r];
+        }
+    }
+    free(all);
+    return rc;
+}
+
+/* Logical rank 0 reports the last recovery (it may be a promoted spare). */
+static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
+{
+    int rank;
+    MPI_Comm_rank(cart, &rank);
+    if (rank != 0) {
+        return;
+    }
+    sliding_recovery_times t;
+    const int32_t *failed;
+    int nfailed = sliding_failed(s, &failed);
+    sliding_last_recovery(s, &t);
+    printf("jacobi3d: recovered at iteration %d: failed nodes ", resume);
+    for (int i = 0; i < nfailed; i++) {
+        printf("%s%d", i ? "," : "", failed[i]);
+    }
+    printf("; attempts %d; times ms agree %.3f map %.3f rebuild %.3f state %.3f commit %.3f total %.3f\n",
+           t.attempts, t.agree * 1e3, t.mapping * 1e3, t.rebuild * 1e3, t.state * 1e3, t.commit * 1e3,
+           t.total * 1e3);
+    fflush(stdout);
+}
+
+static void fail(const char *what, int status)
+{
+    fprintf(stderr, "jacobi3d: %s: %s\n", what, sliding_strerror(status));
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int node;
+    MPI_Comm_rank(MPI_COMM_WORLD, &node);
+    if (argc < 4) {
+        if (node == 0) {
+            fprintf(stderr, "usage: jacobi3d GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    field_t f = {.n = argc > 4 ? atoi(argv[4]) : 8};
+    int iterations = argc > 5 ? atoi(argv[5]) : 40, every = argc > 6 ? atoi(argv[6]) : 5;
+    if (f.n < 1 || iterations < 1 || every < 1) {
+        if (node == 0) {
+            fprintf(stderr, "jacobi3d: N, ITERATIONS and CHECKPOINT_EVERY must be at least 1\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    sliding_t *s;
+    int rc = sliding_create(MPI_COMM_WORLD, argv[1], argv[2], argv[3], &s);
+    if (rc != SLIDING_OK) {
+        if (node == 0) {
+            fprintf(stderr, "jacobi3d: %s (grid %s, spares %s, method %s)\n", sliding_strerror(rc), argv[1],
+                    argv[2], argv[3]);
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    size_t cells = (size_t)(f.n + 2) * (size_t)(f.n + 2) * (size_t)(f.n + 2);
+    f.u = calloc(cells, sizeof(double));
+    f.v = calloc(cells, sizeof(double));
+    f.send = malloc(sizeof(double) * (size_t)f.n * (size_t)f.n);
+    f.recv = malloc(sizeof(double) * (size_t)f.n * (size_t)f.n);
+    /* u changes identity at every sweep (swap): register a stable buffer and
+     * copy into it around checkpoints and recoveries. */
+    double *saved = calloc(cells, sizeof(double));
+    sliding_register(s, saved, cells * sizeof(double));
+
+    MPI_Comm cart;
+    int role, it = 0;
+    int64_t version;
+    if ((rc = sliding_start(s, &cart, &role, &version)) != SLIDING_OK) {
+        fail("start", rc);
+    }
+    if (role != SLIDING_FINISHED && version >= 0) { /* a spare promoted after a checkpoint */
+        memcpy(f.u, saved, cells * sizeof(double));
+        it = (int)version;
+    } else if (role != SLIDING_FINISHED) {
+        initial_values(&f, cart);
+    }
+    if (role == SLIDING_PROMOTED) {
+        report_recovery(s, cart, it);
+    }
+    while (role != SLIDING_FINISHED && it < iterations) {
+        ftslide_killpointf(node, "iter=%d", it);
+        rc = exchange_halos(&f, cart);
+        if (rc == MPI_SUCCESS) {
+            sweep(&f);
+            it++;
+            if (it % every == 0 && it < iterations) {
+                memcpy(saved, f.u, cells * sizeof(double));
+                rc = sliding_checkpoint(s, it);
+            }
+        }
+        if (rc == MPI_SUCCESS) {
+            continue;
+        }
+        int status = sliding_recover(s, &cart, &role, &version);
+        if (status != SLIDING_OK) {
+            fail("recovery", status);
+        }
+        if (role == SLIDING_FINISHED) {
+            break;
+        }
+        if (version >= 0) {
+            memcpy(f.u, saved, cells * sizeof(double));
+            it = (int)version;
+        } else {
+            initial_values(&f, cart);
+            it = 0;
+        }
+        report_recovery(s, cart, it);
+    }
+
+    if (role != SLIDING_FINISHED) {
+        double total = 0;
+        int rank;
+        MPI_Comm_rank(cart, &rank);
+        if (checksum(&f, cart, &total) != MPI_SUCCESS) {
+            fprintf(stderr, "jacobi3d: a failure after the last iteration; no checksum\n");
+        } else if (rank == 0) {
+            uint64_t bits;
+            memcpy(&bits, &total, sizeof bits);
+            printf("jacobi3d: done: %d iterations, %d^3 per rank, checksum 0x%016" PRIx64 " (%.17g)\n", iterations,
+                   f.n, bits, total);
+            fflush(stdout);
+        }
+        sliding_finalize(s);
+    }
+    sliding_free(s);
+    free(f.u);
+    free(f.v);
+    free(f.send);
+    free(f.recv);
+    free(saved);
+    MPI_Finalize();
+    return 0;
+}
