@@ -1,0 +1,501 @@
+"""ftslide map: the rank-to-node map of substitution methods after failures, its metrics and a plot.
+
+Every map and every metric comes from the C sliding core through
+``ftslide.sliding_core``; this module parses the command line, lays out the
+results (table, JSON, matplotlib figure) and writes the plot atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import FtslideError
+from ..sliding_core import (EDUP, EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ENODE, METHODS, Layout, Metrics, SlideError, compute_map,
+                            make_layout, measure, strerror)
+from ..table import print_table
+
+NAME = "map"
+HELP = ("show where ranks run after node failures for one or several substitution methods: "
+        "hops, link loads, migrations, and a plot of the moved ranks")
+
+PLOT_FORMATS = (".png", ".svg")
+
+
+# ---- argument parsing ------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grid", required=True, metavar="AxB[xC]",
+                        help="node grid, spares included, e.g. 6x6x6 or 16x16 (a 'torus:'/'mesh:' "
+                        "prefix is accepted)")
+    parser.add_argument("--topology", choices=("torus", "mesh"), default=None,
+                        help="torus (every dimension wraps, the default) or mesh")
+    parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
+                        help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
+                        "none (default x:1)")
+    parser.add_argument("--method", default="hybrid", metavar="M[,M...]",
+                        help=f"one method or a comma list of {', '.join(METHODS)}; 'all' for all five "
+                        "(default hybrid)")
+    parser.add_argument("--fail", default="", metavar="LIST",
+                        help="ordered failed nodes: ids (40), ranges (40-43) or coordinates (1.0.4), "
+                        "comma-separated; none: the failure-free map")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="a method that cannot place every failure reports the map before the "
+                        "failure it could not place and the command still exits 0")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--with-map", action="store_true",
+                        help="with --json: include the final rank->node map of each method")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png|FILE.svg",
+                        help="draw a 2D slice of the node grid per method with the moved ranks")
+    parser.add_argument("--slice", type=int, metavar="Z",
+                        help="3D grids: the z plane to draw (default: the z of the first failed node, "
+                        "else 0)")
+
+
+def parse_methods(text: str) -> list[str]:
+    """'all' or a comma list of method names, each once, in the order given."""
+    if text.strip() == "all":
+        return list(METHODS)
+    names = [part.strip() for part in text.split(",")]
+    seen: list[str] = []
+    for name in names:
+        if name not in METHODS:
+            shown = name or "(empty)"
+            raise FtslideError(f"unknown method '{shown}' in --method: choose {', '.join(METHODS)} "
+                               "or all")
+        if name in seen:
+            raise FtslideError(f"method '{name}' is listed twice in --method")
+        seen.append(name)
+    return seen
+
+
+def grid_string(grid: str, topology: str | None) -> str:
+    """The core's grid string from --grid and --topology (a prefix in --grid must agree)."""
+    match = re.fullmatch(r"(torus:|mesh:)?(.*)", grid.strip())
+    assert match is not None
+    prefix = match[1][:-1] if match[1] else None
+    if prefix and topology and prefix != topology:
+        raise FtslideError(f"--grid {grid} says {prefix} but --topology says {topology}: "
+                           "give the topology once")
+    return f"{prefix or topology or 'torus'}:{match[2]}"
+
+
+_ID = r"\d+"
+_COORDS = r"\d+(?:\.\d+){1,2}"
+
+
+def parse_failures(text: str, layout: Layout) -> list[int]:
+    """Ordered node ids from ids, ranges (a-b, either direction) and coordinates (x.y[.z]).
+
+    Checks that every id is in the grid and appears once, so that input errors
+    are reported the same way for every method.
+    """
+    failures: list[int] = []
+    for token in (t.strip() for t in text.split(",")) if text.strip() else ():
+        if re.fullmatch(_ID, token):
+            nodes = [int(token)]
+        elif match := re.fullmatch(rf"({_ID})-({_ID})", token):
+            lo, hi = int(match[1]), int(match[2])
+            step = 1 if hi >= lo else -1
+            if abs(hi - lo) >= layout.nodes:
+                raise FtslideError(f"failure range '{token}' is larger than grid {layout.grid} "
+                                   f"(node ids 0..{layout.nodes - 1})")
+            nodes = list(range(lo, hi + step, step))
+        elif re.fullmatch(_COORDS, token):
+            coords = [int(c) for c in token.split(".")]
+            if len(coords) != len(layout.grid.sizes):
+                raise FtslideError(f"failure '{token}' has {len(coords)} coordinates but grid "
+                                   f"{layout.grid} has {len(layout.grid.sizes)} dimensions")
+            nodes = [layout.node(coords)]
+        else:
+            raise FtslideError(f"bad failure '{token or '(empty)'}' in --fail: use node ids (40), "
+                               "ranges (40-43) or coordinates (x.y or x.y.z), comma-separated")
+        for node in nodes:
+            if not 0 <= node < layout.nodes:
+                raise FtslideError(f"failed node {node} is outside grid {layout.grid}: node ids are "
+                                   f"0..{layout.nodes - 1}")
+            if node in failures:
+                raise FtslideError(f"failed node {node} is listed twice in --fail "
+                                   f"(as failure #{failures.index(node) + 1} and #{len(failures) + 1})")
+            failures.append(node)
+    return failures
+
+
+def check_plot_path(path: Path) -> Path:
+    if path.suffix.lower() not in PLOT_FORMATS:
+        raise FtslideError(f"--plot {path}: the file name must end in .png or .svg")
+    folder = path.parent
+    if not folder.is_dir():
+        raise FtslideError(f"--plot {path}: folder '{folder}' does not exist; create it first")
+    if path.is_dir():
+        raise FtslideError(f"--plot {path} is a folder; give a file name ending in .png or .svg")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FtslideError(f"--plot {path}: folder '{folder}' is not writable")
+    return path
+
+
+# ---- computing -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """One method's map after the failures it could place."""
+
+    method: str
+    mapping: list[int]
+    metrics: Metrics
+    placed: int                  # failures handled (all of them unless error is set)
+    error: SlideError | None     # why failure #placed+1 could not be placed
+
+
+def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodResult:
+    try:
+        mapping = compute_map(layout, method, failures)
+        placed, error = len(failures), None
+    except SlideError as exc:
+        if exc.index is None or exc.mapping is None or exc.code in (ENODE, EDUP):
+            raise
+        mapping, placed, error = exc.mapping, exc.index, exc
+    return MethodResult(method, mapping, measure(layout, mapping), placed, error)
+
+
+# ---- text and JSON ---------------------------------------------------------------
+
+
+def hist_short(hist: Sequence[int]) -> str:
+    """'1:12 2:5' for the non-empty buckets of a hop histogram (last bucket '15+')."""
+    last = len(hist) - 1
+    parts = [f"{h if h < last else f'{last}+'}:{n}" for h, n in enumerate(hist) if n]
+    return " ".join(parts) or "-"
+
+
+def describe_node(layout: Layout, node: int) -> str:
+    return ".".join(map(str, layout.coords(node)))
+
+
+def header_line(layout: Layout, failures: Sequence[int]) -> str:
+    points = 5 if len(layout.grid.sizes) == 2 else 7
+    stencil = "periodic" if layout.grid.periodic else "open"
+    spare_nodes = layout.nodes - layout.ranks
+    if not failures:
+        failed = "no failure"
+    elif len(failures) <= 8:
+        failed = "failures " + ", ".join(f"{n} ({describe_node(layout, n)})" for n in failures)
+    else:
+        failed = f"{len(failures)} failures {','.join(map(str, failures))}"
+    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {layout.ranks} ranks "
+            f"on {layout.nodes} nodes, spares {layout.spares} ({spare_nodes} nodes); {failed}; "
+            f"{points}-point {stencil} stencil, dimension-order routing")
+
+
+TABLE_HEADERS = ("method", "placed", "moved", "max hops", "mean hops", "hops:pairs", "max load",
+                 "links >1", "ranks/node")
+
+
+def table_row(result: MethodResult, total: int) -> list[object]:
+    m = result.metrics
+    placed = f"{result.placed}/{total}"
+    if result.error is not None:
+        placed += f" (stuck at #{result.placed + 1})"
+    return [result.method, placed, m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}",
+            hist_short(m.hops_hist), m.link_load_max, m.links_overloaded, m.ranks_per_node_max]
+
+
+def error_code_name(code: int) -> str:
+    from .. import sliding_core
+
+    for name in ("ENOSPARE", "ELINE", "EPLANE", "ENOSURVIVOR"):
+        if getattr(sliding_core, name) == code:
+            return name
+    return str(code)
+
+
+def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
+                  with_map: bool) -> dict[str, Any]:
+    methods = []
+    for r in results:
+        m = r.metrics
+        entry: dict[str, Any] = {
+            "method": r.method,
+            "placed": r.placed,
+            "error": None,
+            "ranks_moved": m.ranks_moved,
+            "pairs": m.pairs,
+            "hops_max": m.hops_max,
+            "hops_mean": round(m.hops_mean, 6),
+            "hops_sum": m.hops_sum,
+            "hops_hist": list(m.hops_hist),
+            "link_load_max": m.link_load_max,
+            "links_used": m.links_used,
+            "links_overloaded": m.links_overloaded,
+            "ranks_per_node_max": m.ranks_per_node_max,
+        }
+        if r.error is not None:
+            entry["error"] = {"failure": r.placed + 1, "node": failures[r.placed],
+                              "code": error_code_name(r.error.code), "message": str(r.error)}
+        if with_map:
+            entry["map"] = r.mapping
+        methods.append(entry)
+    return {
+        "grid": str(layout.grid),
+        "topology": "torus" if layout.grid.periodic else "mesh",
+        "logical": list(layout.logical),
+        "spares": str(layout.spares),
+        "nodes": layout.nodes,
+        "ranks": layout.ranks,
+        "spare_nodes": layout.nodes - layout.ranks,
+        "failures": list(failures),
+        "stencil_points": 5 if len(layout.grid.sizes) == 2 else 7,
+        "stencil_periodic": layout.grid.periodic,
+        "methods": methods,
+    }
+
+
+def dumps(value: Any, indent: str = "") -> str:
+    """JSON with objects indented and lists of numbers kept on one line."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {dumps(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + dumps(v, inner) for v in value) + "\n" + indent + "]"
+    return json.dumps(value)
+
+
+def stuck_message(results: Sequence[MethodResult]) -> str:
+    stuck = [r for r in results if r.error is not None]
+    if len(stuck) == 1:
+        return f"{stuck[0].error} (shown: the map before it; --keep-going to accept it)"
+    parts = [f"{r.method} at failure #{r.placed + 1} ({error_code_name(r.error.code)})"
+             for r in stuck if r.error is not None]
+    return (f"{len(stuck)} methods could not place every failure: {', '.join(parts)}; "
+            "the table shows the map before that failure (--keep-going to accept it)")
+
+
+# ---- plot ------------------------------------------------------------------------
+
+STATE_STYLE: dict[str, tuple[str, str]] = {
+    # state: (face colour, legend label)
+    "stayed": ("#cfd8e3", "worker, rank never moved"),
+    "moved": ("#f5a623", "worker hosting a moved rank"),
+    "spare": ("#8fd18f", "unused spare"),
+    "vacated": ("#ffffff", "free (vacated) node"),
+    "dead": ("#3a3a3a", "dead node"),
+}
+
+
+def _node_states(layout: Layout, result: MethodResult, failures: Sequence[int]) -> dict[int, str]:
+    initial = layout.initial_map()
+    dead = set(failures[: result.placed])
+    hosted: dict[int, list[int]] = {}
+    for rank, node in enumerate(result.mapping):
+        hosted.setdefault(node, []).append(rank)
+    states: dict[int, str] = {}
+    for node in range(layout.nodes):
+        if node in dead:
+            states[node] = "dead"
+        elif node in hosted:
+            moved = any(initial[r] != node for r in hosted[node])
+            states[node] = "moved" if moved else "stayed"
+        else:
+            states[node] = "spare" if layout.is_spare(node) else "vacated"
+    return states
+
+
+def _wrap_delta(a: int, b: int, size: int, periodic: bool) -> int:
+    """Displacement from a to b along one dimension, the short way round on a torus."""
+    d = b - a
+    if periodic and abs(d) * 2 > size:
+        d -= size if d > 0 else -size
+    return d
+
+
+def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> int | None:
+    """The z plane to draw (None for 2D grids)."""
+    sizes = layout.grid.sizes
+    if len(sizes) == 2:
+        if requested is not None:
+            raise FtslideError(f"--slice is for 3D grids; grid {layout.grid} is 2D")
+        return None
+    if requested is not None:
+        if not 0 <= requested < sizes[2]:
+            raise FtslideError(f"--slice {requested} is outside grid {layout.grid}: z is "
+                               f"0..{sizes[2] - 1}")
+        return requested
+    return layout.coords(failures[0])[2] if failures else 0
+
+
+def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
+         z: int | None) -> None:
+    """One panel per method: the slice of the node grid, states, moves, failures."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.lines import Line2D
+
+    nx, ny = layout.grid.sizes[0], layout.grid.sizes[1]
+    periodic = layout.grid.periodic
+    cell = min(0.5, 5.0 / max(nx, ny))        # inches per node
+    panel_w, panel_h = max(3.2, nx * cell + 1.0), max(3.0, ny * cell + 1.0)
+    fig = Figure(figsize=(max(7.5, panel_w * len(results)), panel_h + 1.3), dpi=100,
+                 layout="constrained")
+    axes = fig.subplots(1, len(results), squeeze=False)[0]
+    show_ranks = max(nx, ny) <= 16
+    font = max(4.5, min(8.0, 80.0 / max(nx, ny)))
+
+    def node_at(x: int, y: int) -> int:
+        return layout.node((x, y) if z is None else (x, y, z))
+
+    def in_slice(node: int) -> tuple[int, int] | None:
+        c = layout.coords(node)
+        return (c[0], c[1]) if z is None or c[2] == z else None
+
+    initial = layout.initial_map()
+    order = {node: i + 1 for i, node in enumerate(failures)}
+    for ax, result in zip(axes, results):
+        states = _node_states(layout, result, failures)
+        counts: dict[int, int] = {}
+        for node in result.mapping:
+            counts[node] = counts.get(node, 0) + 1
+        for x in range(nx):
+            for y in range(ny):
+                node = node_at(x, y)
+                state = states[node]
+                ax.add_patch(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8, facecolor=STATE_STYLE[state][0],
+                                       edgecolor="#555555", linewidth=0.6, zorder=1))
+                if node in order and order[node] <= result.placed:
+                    ax.plot([x - 0.3, x + 0.3], [y - 0.3, y + 0.3], color="#e02020", lw=1.6, zorder=3)
+                    ax.plot([x - 0.3, x + 0.3], [y + 0.3, y - 0.3], color="#e02020", lw=1.6, zorder=3)
+                    ax.text(x, y + 0.47, f"#{order[node]}", ha="center", va="bottom",
+                            fontsize=font, color="#e02020", zorder=5, fontweight="bold")
+                elif order.get(node) == result.placed + 1:  # the failure it could not place
+                    ax.add_patch(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8, fill=False,
+                                           edgecolor="#e02020", linewidth=2.0, linestyle="--",
+                                           zorder=3))
+                    ax.text(x, y + 0.47, f"#{order[node]}?", ha="center", va="bottom",
+                            fontsize=font, color="#e02020", zorder=5, fontweight="bold")
+                if show_ranks and counts.get(node):
+                    ranks = [r for r, n in enumerate(result.mapping) if n == node]
+                    label = (",".join(map(str, ranks)) if len(ranks) <= 3
+                             else f"{ranks[0]}+{len(ranks) - 1}")
+                    ax.text(x, y + 0.36, label, ha="center", va="top", fontsize=font, zorder=2,
+                            color="#222222")
+        # Arrows: each moved rank, from its initial node to its node now (both in the slice).
+        for rank, (src, dst) in enumerate(zip(initial, result.mapping)):
+            if src == dst:
+                continue
+            a, b = in_slice(src), in_slice(dst)
+            if a is None or b is None:
+                continue
+            dx = _wrap_delta(a[0], b[0], nx, periodic)
+            dy = _wrap_delta(a[1], b[1], ny, periodic)
+            wraps = (a[0] + dx, a[1] + dy) != b
+            segments = [(a, (a[0] + dx, a[1] + dy))]
+            if wraps:  # leave through one edge, come back through the opposite one
+                segments = [(a, (a[0] + dx * 0.55, a[1] + dy * 0.55)),
+                            ((b[0] - dx * 0.55, b[1] - dy * 0.55), b)]
+            for (x0, y0), (x1, y1) in segments:
+                ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=4,
+                            arrowprops={"arrowstyle": "-|>", "color": "#1f4fd1", "lw": 1.4,
+                                        "shrinkA": 6, "shrinkB": 6, "mutation_scale": 10})
+        ax.set_xlim(-0.9, nx - 0.1)
+        ax.set_ylim(-0.9, ny - 0.1)
+        ax.set_aspect("equal")
+        step = 1 if max(nx, ny) <= 16 else max(1, max(nx, ny) // 8)
+        ax.set_xticks(range(0, nx, step))
+        ax.set_yticks(range(0, ny, step))
+        ax.tick_params(labelsize=8, length=0)
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        for side in ax.spines.values():
+            side.set_visible(False)
+        stuck = "" if result.error is None else f", stuck at #{result.placed + 1}"
+        ax.set_title(f"{result.method}: max link load {result.metrics.link_load_max}, "
+                     f"max hops {result.metrics.hops_max}\n{_count(result.metrics.ranks_moved, 'rank')} moved"
+                     f"{stuck}", fontsize=9)
+    failed = ",".join(map(str, failures)) if failures else "none"
+    if len(failed) > 60:
+        failed = failed[:57] + "..."
+    where = "" if z is None else f", slice z={z}"
+    methods = ", ".join(r.method for r in results)
+    fig.suptitle(f"{layout.grid}, spares {layout.spares}, {methods}: failed nodes {failed}{where}",
+                 fontsize=10)
+    handles: list[Any] = [Patch(facecolor=STATE_STYLE[s][0], edgecolor="#555555", label=STATE_STYLE[s][1])
+                          for s in STATE_STYLE]
+    handles.append(Line2D([], [], color="#e02020", marker="x", linestyle="none", markersize=7,
+                          label="failed node (#order)"))
+    handles.append(Line2D([], [], color="#1f4fd1", marker=">", lw=1.4, markersize=5,
+                          label="rank move: initial node -> node now"))
+    if any(r.error is not None for r in results):
+        handles.append(Patch(fill=False, edgecolor="#e02020", linestyle="--", linewidth=1.5,
+                             label="failure the method could not place (#k?)"))
+    ncol = 4 if fig.get_figwidth() >= 9.5 else 3
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=8,
+               frameon=False)
+    write_atomically(fig, path)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def write_atomically(fig: Any, path: Path) -> None:
+    """savefig into a temporary file of the same folder, then rename: never a half-written plot."""
+    fmt = path.suffix.lower().lstrip(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            fig.savefig(out, format=fmt, dpi=100)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(exc, OSError):
+            raise FtslideError(f"cannot write --plot {path}: {exc.strerror or exc}") from None
+        raise
+
+
+# ---- command ---------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    methods = parse_methods(args.method)
+    if args.with_map and not args.json:
+        raise FtslideError("--with-map only works with --json")
+    try:
+        layout = make_layout(grid_string(args.grid, args.topology), args.spares)
+    except SlideError as exc:
+        if exc.code in (EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE):
+            raise FtslideError(f"bad --grid '{args.grid}': {strerror(exc.code)}") from None
+        raise
+    failures = parse_failures(args.fail, layout)
+    z = slice_z(layout, failures, args.slice) if args.plot else None
+    if args.slice is not None and not args.plot:
+        raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
+    plot = check_plot_path(args.plot) if args.plot else None
+
+    results = [run_method(layout, m, failures) for m in methods]
+    stuck = any(r.error is not None for r in results) and not args.keep_going
+
+    if args.json:
+        print(dumps(json_document(layout, failures, results, args.with_map)), flush=True)
+    else:
+        print(header_line(layout, failures))
+        print_table(TABLE_HEADERS, [table_row(r, len(failures)) for r in results])
+    if stuck:
+        raise FtslideError(stuck_message(results))
+    if plot is not None:
+        draw(plot, layout, failures, results, z)
+        if not args.json:
+            print(f"plot: {plot}")
+    return 0
