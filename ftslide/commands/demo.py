@@ -1,75 +1,100 @@
-"""ftslide demo: the main job, a ULFM run that survives ranks killed with SIGKILL."""
+"""ftslide demo: the main job, a 3D stencil that survives SIGKILLed nodes through spare substitution."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import time
 
+from .. import stencil
 from ..errors import FtslideError
-from ..mpi import compile_program, run as mpirun
-from ..native import REPO
 from ..ompi_build import require_prefix
+from ..sliding_core import SlideError, compute_map, make_layout, measure
+from ..table import print_table
 
 NAME = "demo"
-HELP = ("run the ULFM survival example: ranks are SIGKILLed at chosen iterations, the survivors "
-        "revoke, shrink and finish with checked results")
+HELP = ("run the resilient 3D Jacobi stencil: nodes are SIGKILLed at chosen iterations, spares take "
+        "their place along the slide, and the result must equal a failure-free run bit for bit")
 
-SOURCE = REPO / "ompi-ulfm" / "examples" / "survive.c"
+DEFAULT_KILLS = ("1@iter=12", "6@iter=23")
 
 
-def _kill_spec(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)@(\d+)", text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"invalid kill {text!r}: use RANK@ITERATION, e.g. 2@5")
-    return int(match[1]), int(match[2])
+def _kill(text: str) -> tuple[int, str]:
+    try:
+        return stencil.parse_kill(text)
+    except FtslideError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--np", type=int, default=4, help="number of ranks (default 4)")
-    parser.add_argument("--iterations", type=int, default=20, help="iterations of the loop (default 20)")
-    parser.add_argument("--kill", type=_kill_spec, action="append", metavar="RANK@ITER",
-                        help="SIGKILL world rank RANK at the start of iteration ITER (repeatable; "
-                        "default 2@5 and 1@12)")
-    parser.add_argument("--timeout", type=float, default=120, help="seconds before the run is killed")
+    parser.add_argument("--grid", default="torus:3x2x2", help="node grid with spares (default torus:3x2x2)")
+    parser.add_argument("--spares", default="x:1", help="spare layout (default x:1: one spare plane along x)")
+    parser.add_argument("--method", default="hybrid", help=f"one of {', '.join(stencil.RUNTIME_METHODS)} "
+                        "(default hybrid)")
+    parser.add_argument("--kill", type=_kill, action="append", metavar="NODE@ITER",
+                        help="SIGKILL node NODE at the start of iteration ITER, or at a named point "
+                        "(NODE@waiting, NODE@recovery_start, NODE@recovery_state); repeatable; "
+                        f"default {' '.join(DEFAULT_KILLS)}")
+    parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
+    parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")
+    parser.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints (default 5)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
 
 
-def expected_checksum(np: int, iterations: int, kills: list[tuple[int, int]]) -> int:
-    """Checksum the example must print: sum over iterations of (it+1) * sum of (rank+1) over live ranks."""
-    total = 0
-    for it in range(iterations):
-        total += (it + 1) * sum(r + 1 for r in range(np) if not any(k == r and at <= it for k, at in kills))
-    return total
+def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
+    """Hops and link loads of each method's map after the failures of the run."""
+    layout = make_layout(grid, spares)
+    rows, notes = [], []
+    for method in stencil.RUNTIME_METHODS:
+        try:
+            m = measure(layout, compute_map(layout, method, failed))
+            rows.append([method, m.ranks_moved, m.hops_max, f"{m.hops_mean:.2f}", m.link_load_max,
+                         m.links_overloaded])
+        except SlideError as exc:
+            rows.append([method, "-", "-", "-", "-", "-"])
+            notes.append(f"  {exc}")
+    print(f"\nsubstitution after failed nodes {','.join(map(str, failed)) or 'none'} on {grid}, spares {spares} "
+          "(7-point stencil, dimension-order routing):")
+    print_table(["method", "ranks moved", "max hops", "mean hops", "max link load", "links with load > 1"], rows)
+    for note in notes:
+        print(note)
 
 
 def run(args: argparse.Namespace) -> int:
-    kills = args.kill or [(2, 5), (1, 12)]
-    if args.np < 2:
-        raise FtslideError("--np must be at least 2")
-    if args.iterations < 1:
-        raise FtslideError("--iterations must be at least 1")
-    for rank, at in kills:
-        if rank >= args.np or at >= args.iterations:
-            raise FtslideError(f"kill {rank}@{at} is outside the run (ranks 0..{args.np - 1}, "
-                               f"iterations 0..{args.iterations - 1})")
-    if 0 in {rank for rank, _ in kills} or len({rank for rank, _ in kills}) >= args.np:
-        raise FtslideError("the demo keeps world rank 0 alive to report: kill other ranks, and not all of them")
+    kills = args.kill or [stencil.parse_kill(k) for k in DEFAULT_KILLS]
+    for name in ("n", "iterations", "checkpoint_every"):
+        if getattr(args, name) < 1:
+            raise FtslideError(f"--{name.replace('_', '-')} must be at least 1")
+    nodes = stencil.node_count(args.grid, args.spares, args.method)
     prefix = require_prefix()
-    binary = compile_program(prefix, [SOURCE])
-    spec = ",".join(f"{rank}@iter={at}" for rank, at in kills)
-    print(f"ftslide demo: {args.np} ranks, {args.iterations} iterations, SIGKILL at {spec}", flush=True)
+    binary = stencil.build(prefix)
+    common = dict(n=args.n, iterations=args.iterations, checkpoint_every=args.checkpoint_every,
+                  timeout=args.timeout, binary=binary)
+    spec = " ".join(f"{node}@{point}" for node, point in kills)
+    print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}: {nodes} processes, "
+          f"{args.iterations} iterations, checkpoint every {args.checkpoint_every}", flush=True)
+    reference = stencil.run(prefix, args.grid, args.spares, args.method, **common)
+    if reference.checksum is None:
+        raise FtslideError(f"the failure-free run failed (exit {reference.returncode}): "
+                           f"{'; '.join(reference.errors) or 'no checksum printed'}")
+    print(f"failure-free run: checksum {reference.checksum}", flush=True)
     started = time.monotonic()
-    result = mpirun(prefix, ["-np", str(args.np), str(binary), str(args.iterations)],
-                    timeout=args.timeout, env={"FTSLIDE_KILL": spec})
-    print(result.stdout, end="")
-    summary = re.search(r"survive: done: .* (\d+) recoveries, (\d+) survivors, checksum (-?\d+), (.*)",
-                        result.stdout)
-    if summary is None:
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FtslideError(f"the run did not finish (mpirun exit {result.returncode}): {tail}")
-    want = expected_checksum(args.np, args.iterations, kills)
-    survivors, checksum = int(summary[2]), int(summary[3])
-    ok = survivors == args.np - len(kills) and checksum == want and summary[4] == "all sums correct"
-    print(f"ftslide demo: {survivors} survivors, checksum {checksum} (expected {want}), "
-          f"{time.monotonic() - started:.1f} s: {'PASS' if ok else 'FAIL'}")
-    return 0 if ok else 1
+    faulty = stencil.run(prefix, args.grid, args.spares, args.method, kills, **common)
+    elapsed = time.monotonic() - started
+    print(f"run with SIGKILL at {spec}: {len(faulty.recoveries)} recoveries, {elapsed:.1f} s")
+    if faulty.recoveries:
+        print_table(["#", "resume at", "failed nodes", "attempts", "agree ms", "map ms", "rebuild ms",
+                     "state ms", "commit ms", "total ms"],
+                    [[i + 1, r.resume_iteration, ",".join(map(str, r.failed)), r.attempts,
+                      *(f"{r.times[k]:.2f}" for k in ("agree", "map", "rebuild", "state", "commit", "total"))]
+                     for i, r in enumerate(faulty.recoveries)])
+    missing = [f"{node}@{point}" for node, point in kills if faulty.killed.get(node) != point]
+    if faulty.checksum is None:
+        raise FtslideError(f"the run with failures did not finish (exit {faulty.returncode}): "
+                           f"{'; '.join(faulty.errors) or 'no checksum printed'}")
+    failed = faulty.recoveries[-1].failed if faulty.recoveries else []
+    substitution_report(args.grid, args.spares, failed)
+    same = faulty.checksum == reference.checksum
+    print(f"\nchecksum {faulty.checksum} {'==' if same else '!='} failure-free {reference.checksum}"
+          f"{'' if not missing else ' (kills that never happened: ' + ' '.join(missing) + ')'}: "
+          f"{'PASS' if same and not missing else 'FAIL'}")
+    return 0 if same and not missing else 1

@@ -165,10 +165,14 @@ static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
     fflush(stdout);
 }
 
-static void fail(const char *what, int status)
+/* A runtime error. Every survivor gets the same one (it derives from agreed
+ * state), so all of them leave cleanly with exit status 3. */
+static void fail(sliding_t *s, const char *what, int status)
 {
     fprintf(stderr, "jacobi3d: %s: %s\n", what, sliding_strerror(status));
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    sliding_free(s);
+    MPI_Finalize();
+    exit(3);
 }
 
 int main(int argc, char **argv)
@@ -216,7 +220,7 @@ int main(int argc, char **argv)
     int role, it = 0;
     int64_t version;
     if ((rc = sliding_start(s, &cart, &role, &version)) != SLIDING_OK) {
-        fail("start", rc);
+        fail(s, "start", rc);
     }
     if (role != SLIDING_FINISHED && version >= 0) { /* a spare promoted after a checkpoint */
         memcpy(f.u, saved, cells * sizeof(double));
@@ -243,7 +247,7 @@ int main(int argc, char **argv)
         }
         int status = sliding_recover(s, &cart, &role, &version);
         if (status != SLIDING_OK) {
-            fail("recovery", status);
+            fail(s, "recovery", status);
         }
         if (role == SLIDING_FINISHED) {
             break;

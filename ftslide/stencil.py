@@ -1,0 +1,113 @@
+"""Build and run the resilient 3D Jacobi example (sliding/examples/jacobi3d.c).
+
+The example links the sliding runtime (sliding/runtime) and the substitution
+core (sliding/core) from source with the build's mpicc. One MPI process runs
+per node of the grid, spares included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from . import mpi
+from .errors import FtslideError
+from .native import REPO
+from .sliding_core import make_layout
+
+SLIDING = REPO / "sliding"
+SOURCES = (SLIDING / "examples" / "jacobi3d.c", SLIDING / "runtime" / "src" / "sliding.c",
+           *sorted((SLIDING / "core" / "src").glob("*.c")))
+INCLUDE_DIRS = (SLIDING / "runtime" / "include", SLIDING / "core" / "include", SLIDING / "core" / "src")
+FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
+RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid")
+# Places where a node can be killed: "iter=I" (start of iteration I, workers),
+# "waiting" (a spare or idle process entering its wait), "recovery_start" and
+# "recovery_state" (inside a recovery, before the shrink / before moving state).
+KILL_POINT = re.compile(r"iter=\d+|waiting|recovery_start|recovery_state")
+
+_RECOVERED = re.compile(r"jacobi3d: recovered at iteration (\d+): failed nodes ([\d,]*); attempts (\d+); "
+                        r"times ms agree ([\d.]+) map ([\d.]+) rebuild ([\d.]+) state ([\d.]+) "
+                        r"commit ([\d.]+) total ([\d.]+)")
+_DONE = re.compile(r"jacobi3d: done: (\d+) iterations, (\d+)\^3 per rank, checksum (0x[0-9a-f]+)")
+_ERROR = re.compile(r"jacobi3d: (.*)")
+
+
+@dataclass
+class Recovery:
+    """One recovery as reported by logical rank 0; times in milliseconds."""
+
+    resume_iteration: int
+    failed: list[int]
+    attempts: int
+    times: dict[str, float]
+
+
+@dataclass
+class StencilRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    checksum: str | None
+    recoveries: list[Recovery] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    killed: dict[int, str] = field(default_factory=dict)
+
+
+def build(prefix: Path) -> Path:
+    """The jacobi3d binary for this build (compiled once per source change)."""
+    return mpi.compile_program(prefix, SOURCES, name="jacobi3d", flags=FLAGS, include_dirs=INCLUDE_DIRS)
+
+
+def parse_kill(text: str) -> tuple[int, str]:
+    """``NODE@POINT`` or ``NODE@ITER`` (a bare number means the start of that iteration)."""
+    node, _, point = text.partition("@")
+    if point.isdigit():
+        point = f"iter={point}"
+    if not node.isdigit() or not KILL_POINT.fullmatch(point):
+        raise FtslideError(f"invalid kill {text!r}: use NODE@ITERATION (2@12) or NODE@POINT with POINT one of "
+                           "iter=I, waiting, recovery_start, recovery_state")
+    return int(node), point
+
+
+def node_count(grid: str, spares: str, method: str) -> int:
+    """Processes the run needs (one per node); raises FtslideError on a bad layout or method."""
+    if method not in RUNTIME_METHODS:
+        raise FtslideError(f"method {method!r} cannot run: choose {', '.join(RUNTIME_METHODS)} "
+                           "(shrink is a simulation baseline: a process cannot run two ranks)")
+    layout = make_layout(grid, spares)
+    if len(layout.grid.sizes) != 3:
+        raise FtslideError(f"grid {grid!r} is 2D: the Jacobi example is a 3D stencil (e.g. torus:3x2x2)")
+    return layout.nodes
+
+
+def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
+        n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
+        binary: Path | None = None) -> StencilRun:
+    """Run the example with SIGKILL at the named (node, point) pairs."""
+    nodes = node_count(grid, spares, method)
+    for node, point in kills:
+        if node >= nodes:
+            raise FtslideError(f"kill {node}@{point}: the grid has nodes 0..{nodes - 1}")
+    if len({node for node, _ in kills}) != len(kills):
+        raise FtslideError("each node can be killed once")
+    binary = binary or build(prefix)
+    env = {"FTSLIDE_KILL": ",".join(f"{node}@{point}" for node, point in kills)} if kills else {}
+    result = mpi.run(prefix, ["-np", str(nodes), str(binary), grid, spares, method, str(n), str(iterations),
+                              str(checkpoint_every)], timeout=timeout, env=env)
+    return parse(result.returncode, result.stdout, result.stderr)
+
+
+def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
+    done = _DONE.search(stdout)
+    out = StencilRun(returncode, stdout, stderr, done[3] if done else None)
+    for match in _RECOVERED.finditer(stdout):
+        names = ("agree", "map", "rebuild", "state", "commit", "total")
+        out.recoveries.append(Recovery(int(match[1]), [int(x) for x in match[2].split(",") if x],
+                                       int(match[3]), {k: float(v) for k, v in zip(names, match.groups()[3:])}))
+    out.errors = sorted({m[1] for m in _ERROR.finditer(stderr)})
+    for match in re.finditer(r"ftslide: rank (\d+) killed at (\S+)", stderr):
+        out.killed[int(match[1])] = match[2]
+    return out

@@ -1,0 +1,112 @@
+"""The sliding runtime with real processes: 3D Jacobi on torus:3x2x2 with a spare plane (x:1).
+
+12 processes: nodes 0-7 run the 2x2x2 logical ranks, nodes 8-11 are the spare
+plane. Each test names the nodes killed and where (SIGKILL at a kill point),
+checks what the recoveries report, and compares the final checksum, bit for
+bit, with a failure-free run of the same configuration.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ftslide import stencil
+
+pytestmark = pytest.mark.mpi
+
+GRID, SPARES = "torus:3x2x2", "x:1"
+
+
+@pytest.fixture(scope="module")
+def jacobi(mpi_prefix):
+    return stencil.build(mpi_prefix)
+
+
+@pytest.fixture(scope="module")
+def reference(mpi_prefix, jacobi):
+    """Checksum of the failure-free run (the same for every method: no rank moves)."""
+    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", binary=jacobi, timeout=120)
+    assert run.returncode == 0 and run.checksum, run.stdout + run.stderr
+    assert not run.recoveries
+    return run.checksum
+
+
+def run_with(mpi_prefix, jacobi, method, kills):
+    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, binary=jacobi, timeout=120)
+    for node, point in kills:
+        assert run.killed.get(node) == point, f"node {node} was not killed at {point}:\n{run.stderr[-3000:]}"
+    return run
+
+
+@pytest.mark.parametrize("method,kills,failed_after,resumes", [
+    # one failure: node 1 at iteration 12, the last checkpoint was at 10
+    ("hybrid", [(1, "iter=12")], [[1]], [10]),
+    # two failures one after the other
+    ("hybrid", [(1, "iter=12"), (6, "iter=23")], [[1], [1, 6]], [10, 20]),
+    # two nodes at once: one recovery, the batch in ascending order
+    ("slide1d", [(3, "iter=12"), (1, "iter=12")], [[1, 3]], [10]),
+    # simple substitution, two failures
+    ("simple", [(1, "iter=12"), (4, "iter=14")], [[1], [1, 4]], [10, 10]),
+    # slide2d moves a whole plane: the alive nodes of the old plane become idle and are released at the end
+    ("slide2d", [(1, "iter=12")], [[1]], [10]),
+    # a failure before the first checkpoint: everyone restarts from the initial values
+    ("hybrid", [(0, "iter=3")], [[0]], [0]),
+    # all four spares used up (spares = 4 failures), the last one on the spare that replaced node 1
+    ("hybrid", [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22")],
+     [[1], [1, 5], [1, 5, 2], [1, 5, 2, 6]], [5, 5, 15, 20]),
+], ids=["one", "two-sequential", "two-simultaneous", "simple-two", "slide2d-one", "before-checkpoint",
+        "all-spares"])
+def test_recovers_with_identical_result(mpi_prefix, jacobi, reference, method, kills, failed_after, resumes):
+    run = run_with(mpi_prefix, jacobi, method, kills)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert [r.failed for r in run.recoveries] == failed_after, run.stdout
+    assert [r.resume_iteration for r in run.recoveries] == resumes, run.stdout
+    assert run.checksum == reference, run.stdout
+
+
+def test_spare_killed_while_waiting(mpi_prefix, jacobi, reference):
+    """Spare node 8 dies as soon as it starts waiting; node 1 dies at iteration 12: both are in the batch."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(8, "waiting"), (1, "iter=12")])
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [r.failed for r in run.recoveries] == [[1, 8]]
+    assert run.checksum == reference
+
+
+def test_kill_during_recovery_restarts_it(mpi_prefix, jacobi, reference):
+    """Node 1 dies at iteration 12; node 2 dies inside that recovery, after the shrink: a second attempt."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "iter=12"), (2, "recovery_state")])
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [r.failed for r in run.recoveries] == [[1, 2]]
+    assert run.recoveries[0].attempts == 2
+    assert run.checksum == reference
+
+
+def test_out_of_spares_is_a_clear_error(mpi_prefix, jacobi):
+    """Five workers die one after another (spares + 1): the fifth recovery reports out of spares."""
+    kills = [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22"), (3, "iter=27")]
+    run = run_with(mpi_prefix, jacobi, "hybrid", kills)
+    assert run.returncode != 0
+    assert len(run.recoveries) == 4
+    assert run.checksum is None
+    assert run.errors == ["recovery: out of spares: the failures exceed what the method can absorb"], run.stderr
+
+
+def test_slide2d_runs_out_after_one_plane(mpi_prefix, jacobi):
+    """slide2d consumes the whole spare plane for node 1; node 6's failure then cannot be absorbed."""
+    run = run_with(mpi_prefix, jacobi, "slide2d", [(1, "iter=12"), (6, "iter=20")])
+    assert run.returncode != 0
+    assert [r.failed for r in run.recoveries] == [[1]]
+    assert "out of spares" in " ".join(run.errors)
+
+
+def test_bad_layouts_are_refused_before_launch(mpi_prefix):
+    from ftslide.errors import FtslideError
+
+    with pytest.raises(FtslideError, match="shrink is a simulation baseline"):
+        stencil.run(mpi_prefix, GRID, SPARES, "shrink")
+    with pytest.raises(FtslideError, match="2D"):
+        stencil.run(mpi_prefix, "torus:4x4", SPARES, "hybrid")
+    with pytest.raises(FtslideError, match="nodes 0..11"):
+        stencil.run(mpi_prefix, GRID, SPARES, "hybrid", [(12, "iter=3")])
+    with pytest.raises(FtslideError):
+        stencil.run(mpi_prefix, "torus:3x2", "q:1", "hybrid")
