@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from . import __version__
 from .errors import FtslideError
@@ -23,7 +23,7 @@ COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map"]
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line naming the fix."""
 
-    def error(self, message: str) -> "NoReturn":  # type: ignore[name-defined]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
