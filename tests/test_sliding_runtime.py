@@ -110,3 +110,12 @@ def test_bad_layouts_are_refused_before_launch(mpi_prefix):
         stencil.run(mpi_prefix, GRID, SPARES, "hybrid", [(12, "iter=3")])
     with pytest.raises(FtslideError):
         stencil.run(mpi_prefix, "torus:3x2", "q:1", "hybrid")
+
+
+def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
+    """8 processes for a 12-node grid: every process exits 2 with the runtime's one-line reason."""
+    from ftslide import mpi
+
+    result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "one process per node of the grid, spares included" in result.stderr
