@@ -318,6 +318,21 @@ def _wrap_delta(a: int, b: int, size: int, periodic: bool) -> int:
     return d
 
 
+EDGE = 0.8  # arrows through the wrap-around stop this far outside the node centres of the rim
+
+
+def _edge_fraction(p: tuple[int, int], delta: tuple[int, int], sizes: tuple[int, int],
+                   leaving: bool) -> float:
+    """Fraction of delta from p (leaving) or back from p (entering) that reaches the drawn edge."""
+    fractions = []
+    for c, d, n in zip(p, delta, sizes):
+        if 0 <= c + (d if leaving else -d) < n:
+            continue  # this dimension does not go through the wrap-around
+        toward_low = (d < 0) == leaving
+        fractions.append((c + EDGE if toward_low else n - 1 + EDGE - c) / abs(d))
+    return min(fractions)
+
+
 def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> int | None:
     """The z plane to draw (None for 2D grids)."""
     sizes = layout.grid.sizes
@@ -336,18 +351,20 @@ def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> i
 def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
          z: int | None) -> None:
     """One panel per method: the slice of the node grid, states, moves, failures."""
+    from matplotlib.collections import PatchCollection
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
     from matplotlib.lines import Line2D
 
     nx, ny = layout.grid.sizes[0], layout.grid.sizes[1]
     periodic = layout.grid.periodic
-    cell = min(0.5, 5.0 / max(nx, ny))        # inches per node
+    # Inches per node: 0.5 for small grids, less for big ones and for many panels (<= ~20 in wide).
+    cell = min(0.5, 5.0 / max(nx, ny), (20.0 / len(results) - 1.0) / nx)
     panel_w, panel_h = max(3.2, nx * cell + 1.0), max(3.0, ny * cell + 1.0)
     fig = Figure(figsize=(max(7.5, panel_w * len(results)), panel_h + 1.3), dpi=100,
                  layout="constrained")
     axes = fig.subplots(1, len(results), squeeze=False)[0]
-    show_ranks = max(nx, ny) <= 16
+    show_ranks = max(nx, ny) <= 12
     font = max(4.5, min(8.0, 80.0 / max(nx, ny)))
 
     def node_at(x: int, y: int) -> int:
@@ -361,15 +378,17 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
     order = {node: i + 1 for i, node in enumerate(failures)}
     for ax, result in zip(axes, results):
         states = _node_states(layout, result, failures)
-        counts: dict[int, int] = {}
-        for node in result.mapping:
-            counts[node] = counts.get(node, 0) + 1
+        hosted: dict[int, list[int]] = {}
+        for rank, node in enumerate(result.mapping):
+            hosted.setdefault(node, []).append(rank)
+        squares, colors = [], []
         for x in range(nx):
             for y in range(ny):
                 node = node_at(x, y)
-                state = states[node]
-                ax.add_patch(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8, facecolor=STATE_STYLE[state][0],
-                                       edgecolor="#555555", linewidth=0.6, zorder=1))
+                squares.append(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8))
+                colors.append(STATE_STYLE[states[node]][0])
+                if node not in order and not (show_ranks and node in hosted):
+                    continue
                 if node in order and order[node] <= result.placed:
                     ax.plot([x - 0.3, x + 0.3], [y - 0.3, y + 0.3], color="#e02020", lw=1.6, zorder=3)
                     ax.plot([x - 0.3, x + 0.3], [y + 0.3, y - 0.3], color="#e02020", lw=1.6, zorder=3)
@@ -381,12 +400,14 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
                                            zorder=3))
                     ax.text(x, y + 0.47, f"#{order[node]}?", ha="center", va="bottom",
                             fontsize=font, color="#e02020", zorder=5, fontweight="bold")
-                if show_ranks and counts.get(node):
-                    ranks = [r for r, n in enumerate(result.mapping) if n == node]
+                if show_ranks and node in hosted:
+                    ranks = hosted[node]
                     label = (",".join(map(str, ranks)) if len(ranks) <= 3
                              else f"{ranks[0]}+{len(ranks) - 1}")
                     ax.text(x, y + 0.36, label, ha="center", va="top", fontsize=font, zorder=2,
                             color="#222222")
+        ax.add_collection(PatchCollection(squares, facecolors=colors, edgecolors="#555555",
+                                          linewidths=0.6 if max(nx, ny) <= 24 else 0.3, zorder=1))
         # Arrows: each moved rank, from its initial node to its node now (both in the slice).
         for rank, (src, dst) in enumerate(zip(initial, result.mapping)):
             if src == dst:
@@ -396,11 +417,13 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
                 continue
             dx = _wrap_delta(a[0], b[0], nx, periodic)
             dy = _wrap_delta(a[1], b[1], ny, periodic)
-            wraps = (a[0] + dx, a[1] + dy) != b
             segments = [(a, (a[0] + dx, a[1] + dy))]
-            if wraps:  # leave through one edge, come back through the opposite one
-                segments = [(a, (a[0] + dx * 0.55, a[1] + dy * 0.55)),
-                            ((b[0] - dx * 0.55, b[1] - dy * 0.55), b)]
+            if (a[0] + dx, a[1] + dy) != b:
+                # Through the wrap-around: leave the drawn grid at one edge, re-enter at the other.
+                t_out = _edge_fraction(a, (dx, dy), (nx, ny), leaving=True)
+                t_in = _edge_fraction(b, (dx, dy), (nx, ny), leaving=False)
+                segments = [(a, (a[0] + dx * t_out, a[1] + dy * t_out)),
+                            ((b[0] - dx * t_in, b[1] - dy * t_in), b)]
             for (x0, y0), (x1, y1) in segments:
                 ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=4,
                             arrowprops={"arrowstyle": "-|>", "color": "#1f4fd1", "lw": 1.4,
@@ -408,7 +431,7 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
         ax.set_xlim(-0.9, nx - 0.1)
         ax.set_ylim(-0.9, ny - 0.1)
         ax.set_aspect("equal")
-        step = 1 if max(nx, ny) <= 16 else max(1, max(nx, ny) // 8)
+        step = 1 if max(nx, ny) <= 16 else (max(nx, ny) + 7) // 8
         ax.set_xticks(range(0, nx, step))
         ax.set_yticks(range(0, ny, step))
         ax.tick_params(labelsize=8, length=0)
