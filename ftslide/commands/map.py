@@ -11,14 +11,14 @@ import argparse
 import json
 import os
 import re
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import FtslideError
-from ..sliding_core import (EDUP, EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ENODE, METHODS, Layout, Metrics, SlideError, compute_map,
+from ..sliding_core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
+                            ENOSURVIVOR, EPLANE, METHODS, Layout, Metrics, SlideError, compute_map,
                             make_layout, measure, strerror)
 from ..table import print_table
 
@@ -145,6 +145,9 @@ def check_plot_path(path: Path) -> Path:
 # ---- computing -------------------------------------------------------------------
 
 
+CAPACITY_ERRORS = {ENOSPARE: "ENOSPARE", ELINE: "ELINE", EPLANE: "EPLANE", ENOSURVIVOR: "ENOSURVIVOR"}
+
+
 @dataclass(frozen=True)
 class MethodResult:
     """One method's map after the failures it could place."""
@@ -161,7 +164,9 @@ def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodRe
         mapping = compute_map(layout, method, failures)
         placed, error = len(failures), None
     except SlideError as exc:
-        if exc.index is None or exc.mapping is None or exc.code in (ENODE, EDUP):
+        # Only "this method cannot absorb failure #k" keeps a partial answer; the rest is bad input
+        # (ENODE/EDUP are checked before, by parse_failures, for every method alike).
+        if exc.index is None or exc.mapping is None or exc.code not in CAPACITY_ERRORS:
             raise
         mapping, placed, error = exc.mapping, exc.index, exc
     return MethodResult(method, mapping, measure(layout, mapping), placed, error)
@@ -210,12 +215,7 @@ def table_row(result: MethodResult, total: int) -> list[object]:
 
 
 def error_code_name(code: int) -> str:
-    from .. import sliding_core
-
-    for name in ("ENOSPARE", "ELINE", "EPLANE", "ENOSURVIVOR"):
-        if getattr(sliding_core, name) == code:
-            return name
-    return str(code)
+    return CAPACITY_ERRORS.get(code, str(code))
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
