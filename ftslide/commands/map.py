@@ -417,7 +417,8 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
                 continue
             dx = _wrap_delta(a[0], b[0], nx, periodic)
             dy = _wrap_delta(a[1], b[1], ny, periodic)
-            segments = [(a, (a[0] + dx, a[1] + dy))]
+            Point = tuple[float, float]
+            segments: list[tuple[Point, Point]] = [(a, (a[0] + dx, a[1] + dy))]
             if (a[0] + dx, a[1] + dy) != b:
                 # Through the wrap-around: leave the drawn grid at one edge, re-enter at the other.
                 t_out = _edge_fraction(a, (dx, dy), (nx, ny), leaving=True)
