@@ -1,0 +1,213 @@
+/*
+ * ftsim_kernels.c -- SMPI communication kernels for ftslide's slowdown
+ * simulations. Built with smpicc and run under smpirun; every rank is a
+ * simulated process placed on a host by the hostfile, so the rank-to-node
+ * mapping under test is entirely in the hostfile.
+ *
+ * Ranks form a logical Cartesian grid, row-major with the last dimension
+ * fastest (the same numbering as the sliding core's logical grid).
+ *
+ * Usage: ftsim_kernels DIMS PERIODIC ITERS PATTERN[:BYTES] ...
+ *   DIMS      logical grid sizes "AxB" or "AxBxC" (product = number of ranks)
+ *   PERIODIC  1: the stencil wraps around (dimensions of size >= 3 only)
+ *   ITERS     repetitions of each kernel (the time reported is per repetition)
+ *   PATTERN   stencil:BYTES   5-point (2D) / 7-point (3D) halo exchange, one
+ *                             message of BYTES each way per neighbour pair
+ *             barrier         MPI_Barrier
+ *             allreduce:BYTES MPI_Allreduce (MPI_SUM) of BYTES of doubles
+ *
+ * Rank 0 prints one line per kernel:
+ *   ftsim pattern=NAME bytes=B iters=N time=SECONDS
+ * where SECONDS is the largest simulated time any rank spent in one
+ * repetition (all ranks start together after a barrier).
+ *
+ * No mutable global state, so it runs without SMPI's privatization.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FTSIM_MAX_DIMS 3
+
+#ifdef SMPI_SHARED_MALLOC
+/* Payload contents do not matter: one shared buffer, no copies in SMPI. */
+#define FTSIM_ALLOC(n) SMPI_SHARED_MALLOC(n)
+#define FTSIM_FREE(p) SMPI_SHARED_FREE(p)
+#else
+#define FTSIM_ALLOC(n) malloc(n)
+#define FTSIM_FREE(p) free(p)
+#endif
+
+typedef struct ftsim_grid {
+    int ndims;
+    int size[FTSIM_MAX_DIMS];
+    int periodic;
+} ftsim_grid;
+
+static int ftsim_parse_dims(const char *text, ftsim_grid *g)
+{
+    const char *p = text;
+    g->ndims = 0;
+    while (*p != '\0') {
+        char *end = NULL;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || g->ndims == FTSIM_MAX_DIMS)
+            return -1;
+        g->size[g->ndims++] = (int)v;
+        if (*end == 'x')
+            end++;
+        else if (*end != '\0')
+            return -1;
+        p = end;
+    }
+    return g->ndims >= 2 ? 0 : -1;
+}
+
+/* Neighbour ranks of `rank` and the side each one is on (2*dim + 0 for the
+ * low side, + 1 for the high side); returns how many. */
+static int ftsim_neighbours(const ftsim_grid *g, int rank, int out[2 * FTSIM_MAX_DIMS],
+                            int side[2 * FTSIM_MAX_DIMS])
+{
+    int coords[FTSIM_MAX_DIMS];
+    int stride[FTSIM_MAX_DIMS];
+    int n = 0;
+    int rest = rank;
+    for (int d = g->ndims - 1; d >= 0; d--) {
+        coords[d] = rest % g->size[d];
+        rest /= g->size[d];
+    }
+    stride[g->ndims - 1] = 1;
+    for (int d = g->ndims - 2; d >= 0; d--)
+        stride[d] = stride[d + 1] * g->size[d + 1];
+    for (int d = 0; d < g->ndims; d++) {
+        int wrap = g->periodic && g->size[d] >= 3;
+        for (int step = -1; step <= 1; step += 2) {
+            int c = coords[d] + step;
+            if (c < 0 || c >= g->size[d]) {
+                if (!wrap)
+                    continue;
+                c = (c + g->size[d]) % g->size[d];
+            }
+            side[n] = 2 * d + (step > 0);
+            out[n++] = rank + (c - coords[d]) * stride[d];
+        }
+    }
+    return n;
+}
+
+static double ftsim_stencil(const ftsim_grid *g, int rank, long bytes, int iters)
+{
+    int nb[2 * FTSIM_MAX_DIMS];
+    int side[2 * FTSIM_MAX_DIMS];
+    int n = ftsim_neighbours(g, rank, nb, side);
+    size_t len = (size_t)(bytes > 0 ? bytes : 1);
+    char *sendbuf = FTSIM_ALLOC(len);
+    char *recvbuf = FTSIM_ALLOC(len * (size_t)n + 1);
+    MPI_Request req[4 * FTSIM_MAX_DIMS];
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < n; i++)
+            MPI_Irecv(recvbuf + (size_t)i * len, (int)bytes, MPI_BYTE, nb[i], side[i], MPI_COMM_WORLD, &req[i]);
+        for (int i = 0; i < n; i++) {
+            /* the neighbour on our low side sees us on its high side: the tag
+             * is the side of the receiver that faces the sender */
+            MPI_Isend(sendbuf, (int)bytes, MPI_BYTE, nb[i], side[i] ^ 1, MPI_COMM_WORLD, &req[n + i]);
+        }
+        MPI_Waitall(2 * n, req, MPI_STATUSES_IGNORE);
+    }
+    double t = MPI_Wtime() - t0;
+    FTSIM_FREE(recvbuf);
+    FTSIM_FREE(sendbuf);
+    return t;
+}
+
+static double ftsim_barrier(int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int it = 0; it < iters; it++)
+        MPI_Barrier(MPI_COMM_WORLD);
+    return MPI_Wtime() - t0;
+}
+
+static double ftsim_allreduce(long bytes, int iters)
+{
+    int count = (int)(bytes / (long)sizeof(double));
+    if (count < 1)
+        count = 1;
+    double *in = FTSIM_ALLOC((size_t)count * sizeof(double));
+    double *out = FTSIM_ALLOC((size_t)count * sizeof(double));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int it = 0; it < iters; it++)
+        MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double t = MPI_Wtime() - t0;
+    FTSIM_FREE(out);
+    FTSIM_FREE(in);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int rank = 0;
+    int size = 0;
+    ftsim_grid g;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 5 || ftsim_parse_dims(argv[1], &g) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "usage: ftsim_kernels AxB[xC] PERIODIC ITERS PATTERN[:BYTES]...\n");
+        MPI_Finalize();
+        return 2;
+    }
+    g.periodic = atoi(argv[2]) != 0;
+    int iters = atoi(argv[3]);
+    long ranks = 1;
+    for (int d = 0; d < g.ndims; d++)
+        ranks *= g.size[d];
+    if (ranks != size || iters < 1) {
+        if (rank == 0)
+            fprintf(stderr, "ftsim_kernels: grid %s has %ld ranks but %d were started (iters %d)\n",
+                    argv[1], ranks, size, iters);
+        MPI_Finalize();
+        return 2;
+    }
+    int status = 0;
+    for (int a = 4; a < argc; a++) {
+        char name[32];
+        long bytes = 0;
+        const char *colon = strchr(argv[a], ':');
+        size_t nlen = colon ? (size_t)(colon - argv[a]) : strlen(argv[a]);
+        if (nlen >= sizeof name) {
+            status = 2;
+            break;
+        }
+        memcpy(name, argv[a], nlen);
+        name[nlen] = '\0';
+        if (colon)
+            bytes = atol(colon + 1);
+        double t;
+        if (strcmp(name, "stencil") == 0)
+            t = ftsim_stencil(&g, rank, bytes, iters);
+        else if (strcmp(name, "barrier") == 0)
+            t = ftsim_barrier(iters);
+        else if (strcmp(name, "allreduce") == 0)
+            t = ftsim_allreduce(bytes, iters);
+        else {
+            if (rank == 0)
+                fprintf(stderr, "ftsim_kernels: unknown pattern '%s'\n", name);
+            status = 2;
+            break;
+        }
+        double tmax = 0.0;
+        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            printf("ftsim pattern=%s bytes=%ld iters=%d time=%.12e\n", name, bytes, iters, tmax / iters);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return status;
+}
