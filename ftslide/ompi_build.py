@@ -293,9 +293,10 @@ def resolve_tarball(inputs: BuildInputs, tarball: Path | None, sha256: str | Non
         src = cache_root() / "src"
         src.mkdir(parents=True, exist_ok=True)
         tarball, expected = src / inputs.tarball_name, inputs.sha256
-        if not tarball.exists() or sha256_file(tarball) != expected:
-            tarball.unlink(missing_ok=True)
-            fetch_debian_source(inputs, src)
+        if tarball.exists() and sha256_file(tarball) == expected:
+            return tarball, expected
+        tarball.unlink(missing_ok=True)  # absent or corrupt: fetch it again
+        fetch_debian_source(inputs, src)
     actual = sha256_file(tarball)
     if actual != expected:
         raise FtslideError(f"checksum mismatch for {tarball}: expected sha256 {expected}, got {actual}; "
