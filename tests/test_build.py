@@ -161,3 +161,24 @@ def test_broken_prefix_is_refused(tmp_path, mpi_prefix):
     assert_one_line_error(ftslide("env", env=env), "ftslide build-mpi")
     doctor = ftslide("doctor", env=env)
     assert doctor.returncode == 1 and "MISSING" in doctor.stdout
+
+
+def test_pinned_source_comes_through_a_private_apt_configuration(tmp_path):
+    """The default tarball is fetched from Debian trixie's source package into an empty cache and
+    verified; the system's apt lists and sources stay as they were."""
+    system_lists = sorted(p.name for p in Path("/var/lib/apt/lists").glob("*"))
+    system_sources = sorted(p.name for p in Path("/etc/apt/sources.list.d").glob("*"))
+    old = os.environ.get("FTSLIDE_CACHE")
+    os.environ["FTSLIDE_CACHE"] = str(tmp_path)
+    try:
+        inputs = ompi_build.load_inputs()
+        tarball, sha = ompi_build.resolve_tarball(inputs, None, None)
+    finally:
+        if old is None:
+            del os.environ["FTSLIDE_CACHE"]
+        else:
+            os.environ["FTSLIDE_CACHE"] = old
+    assert tarball == tmp_path / "src" / inputs.tarball_name and sha == inputs.sha256
+    assert any("trixie" in p.name for p in (tmp_path / "apt" / "lists").glob("*"))
+    assert sorted(p.name for p in Path("/var/lib/apt/lists").glob("*")) == system_lists
+    assert sorted(p.name for p in Path("/etc/apt/sources.list.d").glob("*")) == system_sources
