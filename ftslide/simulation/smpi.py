@@ -90,7 +90,11 @@ class KernelRun:
 
 # Pure max-min sharing (CM02) without TCP cross-traffic: each directed link is
 # shared fairly by the flows crossing it, which is what the analytic model counts.
+# Collectives: SMPI's default barrier (linear) and allreduce (reduce + bcast) are
+# naive; Open MPI's dissemination barrier and the recursive-doubling allreduce are
+# what MPI libraries use for small messages, and what the analytic model counts.
 _CFG = ("--cfg=smpi/simulate-computation:no", "--cfg=network/model:CM02",
+        "--cfg=smpi/barrier:ompi_bruck", "--cfg=smpi/allreduce:rdb",
         "--cfg=network/crosstraffic:0", "--cfg=contexts/stack-size:256",
         "--log=root.thres:critical")
 

@@ -1,0 +1,275 @@
+"""Slowdown simulations (issue 4): topologies, SimGrid platforms, the analytic model, the CLI.
+
+Every test that starts smpirun bounds it with a timeout (``run_kernels(timeout=)``
+kills the whole smpirun process group) and uses small platforms (<= 80 hosts).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ftslide import sliding_core as sc
+from ftslide.errors import FtslideError
+from ftslide.simulation import analytic
+from ftslide.simulation.network import NetParams
+from ftslide.simulation.placement import make_placement
+from ftslide.simulation.platform import hostfile, platform_xml
+from ftslide.simulation.smpi import KernelRun, run_kernels
+from ftslide.topology import TopologyError, parse_topology
+
+REPO = Path(__file__).resolve().parents[1]
+NET = NetParams(bw=5e9, lat=100e-9, speed=1e9)
+HALO = 65536
+SMPI_TIMEOUT = 60.0
+
+needs_smpi = pytest.mark.skipif(shutil.which("smpirun") is None or shutil.which("smpicc") is None,
+                                reason="SimGrid SMPI (libsimgrid-dev) is not installed")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Simulations are cached by configuration; tests use a cache of their own."""
+    old = os.environ.get("FTSLIDE_CACHE")
+    os.environ["FTSLIDE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("FTSLIDE_CACHE", None)
+    else:
+        os.environ["FTSLIDE_CACHE"] = old
+
+
+def simulate(spec: str, grid: str | None, spares: str, rank_hosts: tuple[int, ...],
+             kernels: tuple[str, ...] = (f"stencil:{HALO}",)) -> dict[str, float]:
+    topo = parse_topology(spec)
+    pl = make_placement(topo, grid, spares)
+    run = KernelRun(platform_xml(topo, NET), hostfile(topo, rank_hosts), pl.stencil_dims(),
+                    pl.stencil_periodic, kernels, 1, NET)
+    return run_kernels(run, timeout=SMPI_TIMEOUT)
+
+
+def stencil_model(spec: str, grid: str | None, spares: str,
+                  rank_hosts: tuple[int, ...]) -> analytic.Congestion:
+    topo = parse_topology(spec)
+    pl = make_placement(topo, grid, spares)
+    return analytic.pattern_congestion(topo, rank_hosts, "stencil", pl.stencil_dims(),
+                                       pl.stencil_periodic, HALO, NET)
+
+
+# ---- topology specs and routes -----------------------------------------------------
+
+@pytest.mark.parametrize("spec", [
+    "torus:", "torus:4x0x4", "torus:4xx4", "torus:1x1", "ring:8", "12x12x12", "mesh:4,4",
+    "fattree:2;4,4;1,2", "fattree:2;4;1,2;1,2", "fattree:2;4,4;0,2;1,2", "kary:1,3", "kary:4",
+    "kary:4,3,2",
+])
+def test_malformed_topology_is_one_line_error(spec: str) -> None:
+    with pytest.raises(TopologyError) as info:
+        parse_topology(spec)
+    message = str(info.value)
+    assert "\n" not in message and spec in message
+
+
+def test_topology_shapes() -> None:
+    assert parse_topology("torus:12x12x12").hosts == 1728
+    assert parse_topology("torus:2x3x4x5").hosts == 120            # any dimension count
+    mesh = parse_topology("mesh:16x8x8")
+    assert mesh.hosts == 1024 and mesh.sim_dims == (31, 15, 15)
+    ft = parse_topology("fattree:2;16,16;1,16;1,1")
+    assert ft.hosts == 256
+    assert parse_topology("kary:4,3") == parse_topology("fattree:3;4,4,4;1,4,4;1,1,1")
+
+
+@pytest.mark.parametrize("spec", ["torus:5x4x3", "torus:4x4", "mesh:4x3x3", "torus:3x2x2x2",
+                                  "fattree:2;4,4;1,2;1,2", "kary:3,3", "fattree:2;4,2;2,2;2,1"])
+def test_routes_are_paths_of_the_graph(spec: str) -> None:
+    """Every route is a chain of graph edges from a to b; torus/mesh routes are shortest."""
+    topo = parse_topology(spec)
+    graph = topo.graph()
+    for a, b in itertools.permutations(range(topo.hosts), 2):
+        route = topo.route(a, b)
+        assert route and all(graph.has_edge(*link) for link in route)
+        assert all(x[1] == y[0] for x, y in zip(route, route[1:]))
+        if topo.kind != "fattree":
+            ca, cb = topo.coords(a), topo.coords(b)
+            hops = sum(abs(p - q) if topo.kind == "mesh" else min(abs(p - q), n - abs(p - q))
+                       for p, q, n in zip(ca, cb, topo.dims))
+            assert len(route) == hops
+        else:
+            assert route[0][0] == ("h", a) and route[-1][1] == ("h", b)
+
+
+# ---- SimGrid platforms --------------------------------------------------------------
+
+@needs_smpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec,grid", [("torus:4x3x3", None), ("mesh:4x4", None),
+                                       ("torus:2x2x2x3", "mesh:3x2x4"), ("kary:2,3", "mesh:2x2x2"),
+                                       ("fattree:2;4,4;1,2;1,2", "torus:4x4")])
+def test_generated_platforms_load_in_simgrid(spec: str, grid: str | None) -> None:
+    """SimGrid loads the platform, places every rank by the hostfile and runs all kernels."""
+    topo = parse_topology(spec)
+    pl = make_placement(topo, grid, "x:1")
+    times = simulate(spec, grid, "x:1", pl.initial_hosts(),
+                     (f"stencil:{HALO}", "barrier", "allreduce:64"))
+    assert set(times) == {"stencil", "barrier", "allreduce"}
+    assert all(t > 0 for t in times.values())
+
+
+# ---- analytic model ------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["torus:5x4x4", "mesh:5x4x4", "torus:6x5", "torus:13x12x12"])
+def test_identity_mapping_has_no_collisions(spec: str) -> None:
+    topo = parse_topology(spec)
+    pl = make_placement(topo, None, "x:1")
+    c = stencil_model(spec, None, "x:1", pl.initial_hosts())
+    assert c.collisions == 0 and c.load_max == 1
+
+
+def test_known_bad_mapping_collision_count() -> None:
+    """Ranks 0..3 form a chain (mesh:4x1, no spares) placed on hosts 0, 2, 1, 3.
+
+    Routes, counted by hand: 0->1 is h0->h2 (links 0>1, 1>2); 1->0 is h2->h0 (2>1,
+    1>0); 1->2 is h2->h1 (2>1); 2->1 is h1->h2 (1>2); 2->3 is h1->h3 (1>2, 2>3);
+    3->2 is h3->h1 (3>2, 2>1). Links 1>2 and 2>1 carry 3 messages each: 2
+    collisions, maximum load 3, longest route 2 hops.
+    """
+    c = stencil_model("mesh:4x1", None, "none", (0, 2, 1, 3))
+    assert (c.messages, c.collisions, c.load_max, c.hops_max) == (6, 2, 3, 2)
+
+
+def test_model_agrees_with_sliding_core_metrics() -> None:
+    """On an odd-sized torus (no routing ties) the model's stencil loads equal slide_measure's."""
+    topo = parse_topology("torus:7x5x5")
+    pl = make_placement(topo, None, "x:1")
+    failed = random.Random(3).sample(pl.layout.initial_map(), 4)
+    for method in ("simple", "slide1d", "hybrid", "shrink"):
+        mapping = sc.compute_map(pl.layout, method, failed)
+        m = sc.measure(pl.layout, mapping)
+        c = stencil_model("torus:7x5x5", None, "x:1", pl.hosts(mapping))
+        assert (c.load_max, c.collisions, c.hops_max) == \
+            (m.link_load_max, m.links_overloaded, m.hops_max), method
+
+
+# ---- SimGrid against the model ---------------------------------------------------------
+
+SMALL = "torus:5x4x4"   # logical 4x4x4 + one spare plane; 5 is odd: no routing ties
+
+
+def _mappings() -> dict[str, tuple[int, ...]]:
+    pl = make_placement(parse_topology(SMALL), None, "x:1")
+    ident = pl.initial_hosts()
+    shuffled = list(ident)
+    random.Random(7).shuffle(shuffled)
+    rank_of_center = pl.layout.ranks // 2 + 5
+    simple = pl.hosts(sc.compute_map(pl.layout, "simple", [pl.layout.initial_map()[rank_of_center]]))
+    return {"identity": ident, "simple-1": simple, "shuffled": tuple(shuffled)}
+
+
+@needs_smpi
+@pytest.mark.timeout(120)
+def test_shuffled_mapping_is_slower_than_identity() -> None:
+    maps = _mappings()
+    t_id = simulate(SMALL, None, "x:1", maps["identity"])["stencil"]
+    t_sh = simulate(SMALL, None, "x:1", maps["shuffled"])["stencil"]
+    assert t_sh > 1.5 * t_id
+
+
+@needs_smpi
+@pytest.mark.timeout(120)
+def test_model_and_simgrid_rank_mappings_alike() -> None:
+    maps = _mappings()
+    sim = {k: simulate(SMALL, None, "x:1", v)["stencil"] for k, v in maps.items()}
+    model = {k: stencil_model(SMALL, None, "x:1", v).time for k, v in maps.items()}
+    assert sorted(sim, key=sim.__getitem__) == sorted(model, key=model.__getitem__)
+    assert sorted(sim, key=sim.__getitem__) == ["identity", "simple-1", "shuffled"]
+    # the model's estimate is within a factor 2 of the simulated time
+    for k in maps:
+        assert 0.5 < model[k] / sim[k] < 2.0, (k, model[k], sim[k])
+
+
+# ---- the command ------------------------------------------------------------------------
+
+def ftslide(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ftslide", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--topology", "torus:12xx12"], "bad topology"),
+    (["--topology", "torus:5x4x4", "--failures", "0..17"], "spare nodes"),
+    (["--topology", "torus:5x4x4", "--patterns", "stencil7,alltoall"], "unknown pattern"),
+    (["--topology", "torus:5x4x4", "--methods", "simple,teleport"], "unknown method"),
+    (["--topology", "torus:5x4x4", "--patterns", "stencil5"], "use stencil7"),
+    (["--topology", "kary:4,3"], "--grid"),
+    (["--topology", "torus:5x4x4", "--failures", "a..b"], "bad failure counts"),
+    (["--topology", "torus:5x4x4", "--bw", "fast"], "bad bandwidth"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str],
+                                                  needle: str) -> None:
+    out = tmp_path / "out"
+    result = ftslide("simulate", *args, "--out", str(out), timeout=60)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_missing_smpicc_names_the_fix(tmp_path: Path) -> None:
+    """PATH holds every tool of the real PATH except SimGrid's smpi* wrappers."""
+    out = tmp_path / "out"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            if not name.startswith("smpi") and not (bindir / name).exists():
+                (bindir / name).symlink_to(Path(d) / name)
+    result = ftslide("simulate", "--topology", "torus:5x4x4", "--failures", "0..1",
+                     "--out", str(out), env={"PATH": str(bindir)}, timeout=60)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "smpicc not found" in lines[0] and "libsimgrid-dev" in lines[0]
+    assert not out.exists()
+
+
+@needs_smpi
+@pytest.mark.timeout(170)
+def test_simulate_command_writes_tables_and_plots(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["simulate", "--topology", SMALL, "--spares", "x:1", "--methods", "simple,slide2d",
+            "--failures", "0..2", "--patterns", "stencil7,barrier", "--trials", "2",
+            "--jobs", "2", "--timeout", "60", "--out", str(out)]
+    result = ftslide(*args)
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["platform.xml", "slowdown-barrier.png", "slowdown-stencil7.png",
+                     "slowdown.csv", "slowdown.json"]
+    rows = list(csv.DictReader((out / "slowdown.csv").open()))
+    assert len(rows) == 2 * 3 * 2
+    by = {(r["method"], r["failures"], r["pattern"]): r for r in rows}
+    assert float(by[("simple", "0", "stencil7")]["slowdown_median"]) == 1.0
+    assert float(by[("simple", "1", "stencil7")]["slowdown_median"]) > 1.5
+    assert float(by[("slide2d", "1", "stencil7")]["slowdown_median"]) < 1.2
+    assert "slide2d" in by[("slide2d", "2", "stencil7")]["error"]   # one spare plane only
+    data = json.loads((out / "slowdown.json").read_text())
+    assert data["config"]["ranks"] == 64 and len(data["trials"]) == 2 * 3 * 2
+    assert (out / "slowdown-stencil7.png").read_bytes()[:4] == b"\x89PNG"
+    # a second run is served from the cache and gives the same table
+    first = (out / "slowdown.csv").read_text()
+    again = ftslide(*args)
+    assert again.returncode == 0 and (out / "slowdown.csv").read_text() == first
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
