@@ -537,15 +537,23 @@ int sliding_finalize(sliding_t *s)
     }
     /* Release every living process that holds no rank. Best effort: a process
      * that died meanwhile is skipped by MPI_Finalize's own failure drain. */
+    unsigned char *has_rank = calloc((size_t)s->layout.nodes, 1);
+    if (!has_rank) {
+        return SLIDING_ERR_NOMEM;
+    }
+    for (int32_t r = 0; r < s->layout.ranks; r++) {
+        has_rank[s->map[r]] = 1;
+    }
     char token = 1;
     for (int node = 0; node < s->layout.nodes; node++) {
-        if (!s->dead[node] && rank_of_node(s, node) < 0) {
+        if (!s->dead[node] && !has_rank[node]) {
             int peer = alive_rank(s, node);
             if (peer != MPI_UNDEFINED) {
                 MPI_Send(&token, 1, MPI_CHAR, peer, TAG_RELEASE, s->alive);
             }
         }
     }
+    free(has_rank);
     return SLIDING_OK;
 }
 
