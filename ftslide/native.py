@@ -16,8 +16,8 @@ REPO = Path(__file__).resolve().parent.parent
 BUILD_DIR = REPO / "build"
 
 
-def build_native(quiet: bool = True) -> Path:
-    """Configure (once) and build every C target; return the build directory.
+def build_native(quiet: bool = True, target: str | None = None) -> Path:
+    """Configure (once) and build ``target`` (default: every C target); return the build directory.
 
     Cost: a no-op build takes well under a second once configured.
     """
@@ -30,7 +30,8 @@ def build_native(quiet: bool = True) -> Path:
         if not (BUILD_DIR / "CMakeCache.txt").exists():
             subprocess.run([cmake, "-S", str(REPO), "-B", str(BUILD_DIR), *generator],
                            check=True, stdout=out, stderr=subprocess.STDOUT if quiet else None)
-        result = subprocess.run([cmake, "--build", str(BUILD_DIR)], capture_output=True, text=True)
+        result = subprocess.run([cmake, "--build", str(BUILD_DIR), *(["--target", target] if target else [])],
+                                capture_output=True, text=True)
     except subprocess.CalledProcessError as exc:
         raise FtslideError(f"configuring the C cores failed (cmake exit {exc.returncode}): "
                            f"run 'cmake -S {REPO} -B {BUILD_DIR}' to see why") from None
@@ -41,16 +42,16 @@ def build_native(quiet: bool = True) -> Path:
 
 
 def native_library(name: str) -> Path:
-    """Path of ``lib<name>.so`` from the C build, building it first if needed."""
-    path = build_native() / "lib" / f"lib{name}.so"
+    """Path of ``lib<name>.so`` from the C build, building that target first if needed."""
+    path = build_native(target=name) / "lib" / f"lib{name}.so"
     if not path.exists():
         raise FtslideError(f"the C build has no library lib{name}.so (looked in {path.parent})")
     return path
 
 
 def native_program(name: str) -> Path:
-    """Path of program ``name`` from the C build, building it first if needed."""
-    path = build_native() / "bin" / name
+    """Path of program ``name`` from the C build, building that target first if needed."""
+    path = build_native(target=name) / "bin" / name
     if not path.exists():
         raise FtslideError(f"the C build has no program {name} (looked in {path.parent})")
     return path
