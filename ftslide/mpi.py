@@ -13,7 +13,7 @@ from typing import Sequence
 
 from .errors import FtslideError
 from .native import REPO
-from .ompi_build import cache_root, mpi_environment
+from .ompi_build import MARKER, cache_root, mpi_environment
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)
@@ -49,6 +49,10 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     """
     include_dirs = (*include_dirs, *INCLUDE_DIRS)
     digest = hashlib.sha256(str(prefix).encode() + "\0".join(flags).encode())
+    try:  # the build's inputs: an overlay may change the MPI headers, not the prefix path
+        digest.update((prefix / MARKER).read_bytes())
+    except OSError:
+        pass
     for path in [*sources, *sorted(p for d in include_dirs for p in d.glob("*.h"))]:
         try:
             digest.update(path.read_bytes())
@@ -59,7 +63,7 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     binary = out_dir / f"{name or Path(sources[0]).stem}-{digest.hexdigest()[:12]}"
     if binary.exists():
         return binary
-    partial = binary.with_suffix(".partial")
+    partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
     cmd = [str(prefix / "bin" / "mpicc"), *flags, *(f"-I{d}" for d in include_dirs),
            "-o", str(partial), *map(str, sources)]
     result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
