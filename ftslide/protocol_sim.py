@@ -1,0 +1,380 @@
+"""Scale simulation of the protocol cores with SimGrid (``ftproto_sim``).
+
+The C++ driver (simulations/protocols/ftproto_sim.cpp) runs the BMG broadcast
+or the ERA agreement cores unchanged, one SimGrid actor per process, and prints
+one JSON summary line. This module builds platforms (through
+``ftslide.topology`` and ``ftslide.simulation.platform``), runs the driver,
+checks its summaries, sweeps P and F, and fits the agreement's cost.
+
+Failure scenarios (``F`` failures):
+
+* ``during`` (default): for the agreement, the current root (the lowest live
+  rank) is killed the moment it decides, F times, so that every failure is
+  discovered during the operation and forces another round over the P - f
+  survivors; for the broadcast, F random non-root ranks crash at random times
+  within the failure-free latency.
+* ``before``: F random ranks are dead before the operation starts; the others
+  learn of them ``detect`` seconds in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import FtslideError
+from .topology import Topology, TopologyError, parse_topology
+
+PROTOS = ("era", "era-early", "bmg", "bmg-lean")
+AGREEMENTS = ("era", "era-early")
+MAX_P = 1 << 16
+# Memory the cores need, measured (bytes ~ K * P^2 over all processes): the
+# ERA core keeps O(P) arrays per process, and so does the BMG core.
+_BYTES_PER_P2 = {"era": 56.0, "era-early": 56.0, "bmg": 30.0, "bmg-lean": 30.0, "allreduce": 0.0}
+_BYTES_PER_PROC = 60_000.0  # SimGrid actor, stack, mailbox, host
+
+
+class DriverError(FtslideError):
+    """The SimGrid driver failed or printed an inconsistent summary."""
+
+
+# ---- input parsing ------------------------------------------------------------
+
+
+def parse_p_list(text: str) -> tuple[int, ...]:
+    """'1024,4096' -> (1024, 4096); each 2..65536."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not parts or not all(re.fullmatch(r"[0-9]+", p) for p in parts):
+        raise FtslideError(f"bad process counts '{text}': write a comma-separated list such as 1024,4096")
+    values = tuple(sorted(set(int(p) for p in parts)))
+    if values[0] < 2 or values[-1] > MAX_P:
+        raise FtslideError(f"bad process counts '{text}': each must be between 2 and {MAX_P}")
+    return values
+
+
+def parse_failures(text: str) -> tuple[int, ...]:
+    """'0..16' -> 0..16, '0,2,4' -> (0, 2, 4), '3' -> (3,)."""
+    text = str(text).strip()
+    m = re.fullmatch(r"([0-9]+)\.\.([0-9]+)", text)
+    if m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        values: tuple[int, ...] = tuple(range(lo, hi + 1))
+    elif re.fullmatch(r"[0-9]+(,[0-9]+)*", text):
+        values = tuple(int(v) for v in text.split(","))
+    else:
+        values = ()
+    if not values:
+        raise FtslideError(f"bad failure counts '{text}': write a range such as 0..16 or a list such as 0,2,4")
+    return tuple(sorted(set(values)))
+
+
+def parse_detect(text: str) -> float:
+    """'1us', '500ns', '2e-6' -> seconds (>= 0)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)?\s*", str(text))
+    if not m:
+        raise FtslideError(f"bad detection delay '{text}': write a duration such as 1us, 500ns or 2e-6")
+    return float(m.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2) or "s"]
+
+
+# ---- platforms -----------------------------------------------------------------
+
+
+def _near_cube(p: int) -> tuple[int, int, int]:
+    best = (1, 1, p)
+    for a in range(1, int(round(p ** (1 / 3))) + 2):
+        if p % a:
+            continue
+        for b in range(a, int(math.isqrt(p // a)) + 1):
+            if (p // a) % b == 0:
+                c = p // a // b
+                if min(a, b, c) > min(best):
+                    best = (a, b, c)
+    return best
+
+
+def auto_topology(kind: str, p: int) -> Topology:
+    """A torus (near-cubic, 3D when P factors) or a k-ary fat-tree (16 ports) of exactly P hosts."""
+    if kind == "torus":
+        dims = tuple(sorted((d for d in _near_cube(p) if d > 1), reverse=True)) or (p,)
+        return parse_topology("torus:" + "x".join(map(str, dims)))
+    down: list[int] = []
+    rest = p
+    while rest > 16 and rest % 16 == 0:
+        down.append(16)
+        rest //= 16
+    down.append(rest)
+    up = [1] + down[:-1]
+    return parse_topology(f"fattree:{len(down)};{','.join(map(str, down))};"
+                          f"{','.join(map(str, up))};{','.join('1' for _ in down)}")
+
+
+def topology_for(spec: str, p: int) -> Topology:
+    """``torus`` / ``fattree`` (sized for P) or an explicit spec with at least P hosts."""
+    kind = spec.strip().lower()
+    if kind in ("torus", "fattree", "fat-tree"):
+        return auto_topology("torus" if kind == "torus" else "fattree", p)
+    topo = parse_topology(spec)
+    if topo.kind == "mesh":
+        raise TopologyError(f"topology '{spec}': the protocol simulation supports torus and fattree")
+    if topo.hosts < p:
+        raise TopologyError(f"topology '{spec}' has {topo.hosts} hosts, fewer than P = {p}: "
+                            f"give a bigger one or just 'torus' / 'fattree' (sized for each P)")
+    return topo
+
+
+def write_platform(topo: Topology, path: Path) -> Path:
+    """SimGrid platform XML of the topology (shared generator of ``ftslide simulate``)."""
+    from .simulation.network import NetParams
+    from .simulation.platform import platform_xml
+
+    path.write_text(platform_xml(topo, NetParams()))
+    return path
+
+
+# ---- the driver --------------------------------------------------------------------
+
+
+def driver_path() -> Path:
+    from .native import native_program
+
+    try:
+        return native_program("ftproto_sim")
+    except FtslideError:
+        raise FtslideError("the SimGrid driver ftproto_sim is not built: install libsimgrid-dev "
+                           "and run 'cmake --build build'") from None
+
+
+def memory_estimate(proto: str, p: int) -> float:
+    """Bytes the driver needs for P processes (measured constants, see docs/protocols.md)."""
+    return _BYTES_PER_P2[proto] * p * p + _BYTES_PER_PROC * p
+
+
+def available_memory() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8e9
+
+
+def largest_p(proto: str, budget: float) -> int:
+    """Largest power of two P whose estimate fits in ``budget`` bytes."""
+    p = 2
+    while p * 2 <= MAX_P and memory_estimate(proto, p * 2) <= budget:
+        p *= 2
+    return p
+
+
+def check_memory(proto: str, p: int, fraction: float = 0.6) -> None:
+    budget = available_memory() * fraction
+    need = memory_estimate(proto, p)
+    if need > budget:
+        raise FtslideError(f"{proto} at P = {p} needs about {need / 1e9:.0f} GB (each core keeps O(P) state "
+                           f"per process) but {budget / 1e9:.0f} GB are free: the largest P that fits here "
+                           f"is {largest_p(proto, budget)}")
+
+
+def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, float]] = (),
+               adversary: int = 0, detect: float = 1e-6, dump: bool = False,
+               timeout: float = 600.0, extra: Sequence[str] = ()) -> dict:
+    """Run one simulation; return the summary (plus ``decisions`` with ``dump``).
+
+    Raises DriverError if the driver fails or its own checks fail (exit 1:
+    some live process undecided or two live processes decided differently).
+    """
+    cmd = [str(driver_path()), str(platform), "--proto", proto, "--p", str(p),
+           "--detect", repr(detect), *extra]
+    for rank, t in crashes:
+        cmd += ["--crash", f"{rank}@{t!r}"]
+    if adversary:
+        cmd += ["--adversary", str(adversary)]
+    if dump:
+        cmd.append("--dump")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise DriverError(f"{proto} at P = {p} did not finish within {timeout:.0f} s") from None
+    lines = proc.stdout.strip().splitlines()
+    summary_line = next((line for line in reversed(lines) if line.startswith("{")), None)
+    if summary_line is None or proc.returncode not in (0, 1):
+        err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DriverError(f"ftproto_sim ({proto}, P = {p}) failed with exit {proc.returncode}: {err}")
+    out = json.loads(summary_line)
+    out["ok"] = proc.returncode == 0
+    if dump:
+        out["decisions"] = [dict(kv.split("=", 1) for kv in line.split()[1:])
+                            for line in lines if line.startswith("decision ")]
+    if not out["ok"]:
+        raise DriverError(f"{proto} at P = {p}: {out['decided']} of {out['alive']} live processes decided, "
+                          f"{out['distinct_decisions']} distinct decisions")
+    if proto in AGREEMENTS and not set(out["crashed_before"]) <= set(out["failed"]):
+        raise DriverError(f"{proto} at P = {p}: processes dead before the start are missing from the "
+                          f"agreed failed set")
+    return out
+
+
+# ---- sweeps ----------------------------------------------------------------------
+
+
+@dataclass
+class Point:
+    proto: str
+    p: int
+    f: int
+    latency: float
+    messages: int
+    bytes: int
+    wall: float
+    failed: int
+
+
+@dataclass
+class Fit:
+    a: float
+    b: float
+    r2: float
+
+
+@dataclass
+class SweepResult:
+    proto: str
+    topology: str
+    when: str
+    detect: float
+    points: list[Point] = field(default_factory=list)
+    allreduce: dict[int, float] = field(default_factory=dict)  # P -> latency
+    fits: dict[int, Fit] = field(default_factory=dict)
+
+
+def crash_schedule(proto: str, p: int, f: int, when: str, baseline: float, seed: int) -> tuple[list[tuple[int, float]], int]:
+    """(static crashes, adversary count) for F failures."""
+    if f == 0:
+        return [], 0
+    rng = random.Random(seed * 1_000_003 + p * 31 + f)
+    if when == "before":
+        return [(r, 0.0) for r in rng.sample(range(p), f)], 0
+    if proto in AGREEMENTS:
+        return [], f
+    victims = rng.sample(range(1, p), f)  # rank 0 broadcasts
+    return [(r, rng.uniform(0.05, 0.95) * baseline) for r in victims], 0
+
+
+def sum_log(p: int, f: int) -> float:
+    """Sum over g = 1..f of log2(P - g)."""
+    return sum(math.log2(p - g) for g in range(1, f + 1))
+
+
+def fit_sum_log(p: int, fs: Sequence[int], latency: Sequence[float]) -> Fit:
+    """Least squares of latency(F) = a + b * sum_{f<=F} log2(P - f)."""
+    import numpy as np
+
+    x = np.array([sum_log(p, f) for f in fs])
+    y = np.array(latency, dtype=float)
+    A = np.vstack([np.ones_like(x), x]).T
+    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
+    pred = a + b * x
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else 1.0
+    return Fit(float(a), float(b), r2)
+
+
+def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workdir: Path,
+          when: str = "during", detect: float = 1e-6, seed: int = 1, timeout: float = 600.0,
+          progress: Callable[[str], None] | None = None) -> SweepResult:
+    """Run proto for every P and F (plus the allreduce per P); fit the agreement's cost."""
+    if proto not in PROTOS:
+        raise FtslideError(f"unknown protocol '{proto}': use one of {', '.join(PROTOS)}")
+    if when not in ("during", "before"):
+        raise FtslideError(f"unknown failure timing '{when}': use during or before")
+    for p in ps:
+        if max(fs) >= p:
+            raise FtslideError(f"{max(fs)} failures among P = {p} processes: at least one must survive")
+        topology_for(topology, p)  # validate every P before running anything
+        check_memory(proto, p)
+    workdir.mkdir(parents=True, exist_ok=True)
+    res = SweepResult(proto, topology, when, detect)
+    for p in ps:
+        topo = topology_for(topology, p)
+        plat = write_platform(topo, workdir / f"platform-{p}.xml")
+        if progress:
+            progress(f"P = {p} on {topo}: allreduce")
+        res.allreduce[p] = run_driver(plat, "allreduce", p, timeout=timeout)["latency"]
+        baseline = 0.0
+        for f in sorted(set([0, *fs])):
+            if progress:
+                progress(f"P = {p} on {topo}: {proto}, F = {f}")
+            crashes, adv = crash_schedule(proto, p, f, when, baseline, seed)
+            out = run_driver(plat, proto, p, crashes, adv, detect, timeout=timeout)
+            if f == 0:
+                baseline = out["latency"]
+            if f in fs:
+                res.points.append(Point(proto, p, f, out["latency"], out["messages"], out["bytes"],
+                                        out["wall"], len(out["failed"])))
+        if proto in AGREEMENTS and len(fs) >= 2:
+            pts = [pt for pt in res.points if pt.p == p]
+            res.fits[p] = fit_sum_log(p, [pt.f for pt in pts], [pt.latency for pt in pts])
+    return res
+
+
+def write_outputs(res: SweepResult, out: Path) -> list[Path]:
+    """CSV, JSON and PNG plots (latency vs F with the fit, messages vs F)."""
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"protocols-{res.proto}-{res.when}"
+    csv_path = out / f"{stem}.csv"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["proto", "p", "f", "latency_s", "messages", "bytes", "failed_set_size", "wall_s",
+                    "allreduce_latency_s"])
+        for pt in res.points:
+            w.writerow([pt.proto, pt.p, pt.f, f"{pt.latency:.9g}", pt.messages, pt.bytes, pt.failed,
+                        f"{pt.wall:.3f}", f"{res.allreduce[pt.p]:.9g}"])
+    json_path = out / f"{stem}.json"
+    json_path.write_text(json.dumps({
+        "proto": res.proto, "topology": res.topology, "when": res.when, "detect_s": res.detect,
+        "points": [pt.__dict__ for pt in res.points],
+        "allreduce_latency_s": {str(k): v for k, v in res.allreduce.items()},
+        "fits": {str(k): v.__dict__ for k, v in res.fits.items()},
+    }, indent=2) + "\n")
+    paths = [csv_path, json_path]
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for what in ("latency", "messages"):
+        fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=80)
+        for p in sorted({pt.p for pt in res.points}):
+            pts = [pt for pt in res.points if pt.p == p]
+            fs = [pt.f for pt in pts]
+            if what == "latency":
+                ax.plot(fs, [pt.latency * 1e6 for pt in pts], "o", label=f"P={p}")
+                fit = res.fits.get(p)
+                if fit:
+                    grid = list(range(min(fs), max(fs) + 1))
+                    ax.plot(grid, [(fit.a + fit.b * sum_log(p, f)) * 1e6 for f in grid], "-",
+                            label=f"fit a+b·Σlog2(P−f), R²={fit.r2:.3f}")
+            else:
+                ax.plot(fs, [pt.messages for pt in pts], "o-", label=f"P={p}")
+        ax.set_xlabel("failures F")
+        ax.set_ylabel("latency (µs)" if what == "latency" else "messages")
+        ax.set_title(f"{res.proto}, failures {res.when} the operation", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"{stem}-{what}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
