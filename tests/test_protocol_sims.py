@@ -1,0 +1,165 @@
+"""Scale simulation of the protocol cores (issue 5): the SimGrid driver ftproto_sim and
+``ftslide protocols check|simulate``.
+
+Every driver run and CLI call is bounded by a subprocess timeout; platforms stay at
+P = 64 so the whole file takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ftslide import protocol_sim as ps
+from ftslide.errors import FtslideError
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 60.0
+P = 64
+
+needs_simgrid = pytest.mark.skipif(not Path("/usr/include/simgrid/s4u.hpp").exists() and shutil.which("smpirun") is None,
+                                   reason="SimGrid (libsimgrid-dev) is not installed")
+
+
+def ftslide(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "ftslide", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module", params=["torus", "fattree"])
+def platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    topo = ps.topology_for(request.param, P)
+    return ps.write_platform(topo, tmp_path_factory.mktemp(request.param) / "platform.xml")
+
+
+def test_auto_topologies_have_exactly_p_hosts() -> None:
+    for p in (64, 1000, 4096, 65536):
+        assert ps.topology_for("torus", p).hosts == p
+    for p in (64, 256, 4096, 65536):
+        assert ps.topology_for("fattree", p).hosts == p
+    assert str(ps.topology_for("torus", 4096)) == "torus:16x16x16"
+    assert str(ps.topology_for("fattree", 65536)) == "fattree:4;16,16,16,16;1,16,16,16;1,1,1,1"
+
+
+def _check_uniform(out: dict, proto: str) -> None:
+    assert out["ok"] and out["quiescent"]
+    alive = out["alive"]
+    assert alive == P - len(out["crashed"])
+    decisions = out["decisions"]
+    assert len(decisions) == out["decided"]
+    if proto.startswith("bmg") and out["decided"] == 0:
+        return  # the broadcaster died before anyone heard it: nothing delivered anywhere
+    assert out["decided"] == alive
+    # Every live process decided the same value and the same failed set.
+    assert len({(d["flag"], d["err"], d["failed"]) for d in decisions}) == 1
+
+
+@needs_simgrid
+@pytest.mark.parametrize("proto", ps.PROTOS)
+def test_failure_free_everyone_decides_the_same(platform: Path, proto: str) -> None:
+    out = ps.run_driver(platform, proto, P, dump=True, timeout=TIMEOUT)
+    _check_uniform(out, proto)
+    assert out["failed"] == [] and out["crashed"] == []
+    if proto.startswith("era"):
+        # Flag = AND of every contribution (each process clears bit rank % 64).
+        assert out["flag"] == 0 and out["err"] == 0
+        assert out["messages"] == (4 if proto == "era" else 2) * (P - 1)
+    elif proto == "bmg-lean":
+        assert out["messages"] == P - 1
+
+
+@needs_simgrid
+@pytest.mark.parametrize("proto", ps.AGREEMENTS)
+def test_agreement_with_failures_before_and_during(platform: Path, proto: str) -> None:
+    before = [(5, 0.0), (40, 0.0), (63, 0.0)]
+    during = [(17, 2e-6), (33, 4.5e-6)]
+    out = ps.run_driver(platform, proto, P, before + during, adversary=2, detect=1e-6, dump=True,
+                        timeout=TIMEOUT)
+    _check_uniform(out, proto)
+    failed = set(out["failed"])
+    crashed = set(out["crashed"])
+    assert {5, 40, 63} <= failed  # dead before the start: never contributed
+    assert failed <= crashed  # validity: only crashed processes are declared failed
+    assert len(crashed) == 7  # 3 before, 2 scheduled, 2 roots killed by the adversary
+    assert out["err"] == 1  # nobody acknowledged the failures
+
+
+@needs_simgrid
+@pytest.mark.parametrize("proto", ["bmg", "bmg-lean"])
+def test_broadcast_with_failures(platform: Path, proto: str) -> None:
+    out = ps.run_driver(platform, proto, P, [(0, 0.0), (9, 0.0), (2, 1e-7), (12, 3e-7)], dump=True,
+                        timeout=TIMEOUT)
+    _check_uniform(out, proto)
+    assert out["decided"] == out["alive"]  # rank 1 broadcasts (0 is dead) and stays alive
+
+
+@needs_simgrid
+@pytest.mark.parametrize("proto", ps.AGREEMENTS)
+def test_latency_grows_with_failures_during(proto: str, tmp_path: Path) -> None:
+    res = ps.sweep(proto, [P], [0, 2, 4, 8], "torus", tmp_path, timeout=TIMEOUT)
+    lat = [pt.latency for pt in res.points]
+    assert lat == sorted(lat) and lat[-1] > 1.5 * lat[0]
+    fit = res.fits[P]
+    assert fit.b > 0 and fit.r2 > 0.9
+
+
+def test_fit_recovers_a_known_curve() -> None:
+    fs = list(range(0, 9))
+    lat = [3.0 + 0.5 * ps.sum_log(1024, f) for f in fs]
+    fit = ps.fit_sum_log(1024, fs, lat)
+    assert fit.a == pytest.approx(3.0) and fit.b == pytest.approx(0.5) and fit.r2 == pytest.approx(1.0)
+
+
+@needs_simgrid
+def test_simulate_cli_prints_tables_allreduce_and_writes_outputs(tmp_path: Path) -> None:
+    proc = ftslide("protocols", "simulate", "--p", "64", "--failures", "0..3", "--topology", "fattree",
+                   "--proto", "era-early", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "allreduce_us" in proc.stdout and "ratio" in proc.stdout
+    assert "a + b * sum_{f=1..F} log2(P - f)" in proc.stdout
+    data = json.loads((tmp_path / "protocols-era-early-during.json").read_text())
+    assert [pt["f"] for pt in data["points"]] == [0, 1, 2, 3]
+    assert data["allreduce_latency_s"]["64"] > 0
+    for name in ("latency", "messages"):
+        png = tmp_path / f"protocols-era-early-during-{name}.png"
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "protocols-era-early-during.csv").read_text().startswith("proto,p,f,")
+
+
+def test_check_cli_exhaustive_p3_passes() -> None:
+    proc = ftslide("protocols", "check", "--p", "3", "--exhaustive")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("result: PASS") == 4
+    for proto in ps.PROTOS:
+        assert f"proto={proto} " in proc.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["simulate", "--p", "abc"], "bad process counts"),
+    (["simulate", "--p", "1"], "between 2 and"),
+    (["simulate", "--p", "64", "--failures", "x..3"], "bad failure counts"),
+    (["simulate", "--p", "64", "--topology", "torus:0x4"], "bad topology"),
+    (["simulate", "--p", "64", "--topology", "torus:2x2"], "fewer than P"),
+    (["simulate", "--p", "64", "--topology", "ring:8"], "unknown kind"),
+    (["simulate", "--p", "64", "--detect", "soon"], "bad detection delay"),
+    (["simulate", "--p", "8", "--failures", "0..8"], "at least one must survive"),
+    (["check", "--p", "zz", "--proto", "bmg"], "--p"),
+])
+def test_bad_input_is_one_line(args: list[str], needle: str) -> None:
+    proc = ftslide("protocols", *args)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+def test_memory_guard_names_the_largest_p() -> None:
+    with pytest.raises(FtslideError, match="largest P that fits"):
+        ps.check_memory("era", 65536, fraction=1e-3)
