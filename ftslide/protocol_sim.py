@@ -35,10 +35,12 @@ from .topology import Topology, TopologyError, parse_topology
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
 MAX_P = 1 << 16
-# Memory the cores need, measured (bytes ~ K * P^2 over all processes): the
-# ERA core keeps O(P) arrays per process, and so does the BMG core.
-_BYTES_PER_P2 = {"era": 56.0, "era-early": 56.0, "bmg": 30.0, "bmg-lean": 30.0, "allreduce": 0.0}
-_BYTES_PER_PROC = 60_000.0  # SimGrid actor, stack, mailbox, host
+# Memory the driver needs, measured on the auto-sized torus (docs/protocols.md):
+# every ERA core keeps O(P) arrays per process (P^2 overall); so does the BMG
+# core (three P-entry arrays: at P = 65,536 they are touched and the run was
+# killed by the OOM killer at 24 GB); SimGrid needs ~25-60 KB per actor.
+_BYTES_PER_P2 = {"era": 50.0, "era-early": 50.0, "bmg": 12.0, "bmg-lean": 12.0, "allreduce": 0.0}
+_BYTES_PER_PROC = {"era": 60e3, "era-early": 60e3, "bmg": 125e3, "bmg-lean": 125e3, "allreduce": 30e3}
 
 
 class DriverError(FtslideError):
@@ -153,7 +155,7 @@ def driver_path() -> Path:
 
 def memory_estimate(proto: str, p: int) -> float:
     """Bytes the driver needs for P processes (measured constants, see docs/protocols.md)."""
-    return _BYTES_PER_P2[proto] * p * p + _BYTES_PER_PROC * p
+    return _BYTES_PER_P2[proto] * p * p + _BYTES_PER_PROC[proto] * p
 
 
 def available_memory() -> float:
@@ -174,7 +176,7 @@ def largest_p(proto: str, budget: float) -> int:
     return p
 
 
-def check_memory(proto: str, p: int, fraction: float = 0.6) -> None:
+def check_memory(proto: str, p: int, fraction: float = 0.4) -> None:
     budget = available_memory() * fraction
     need = memory_estimate(proto, p)
     if need > budget:
@@ -355,18 +357,19 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
 
     for what in ("latency", "messages"):
         fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=80)
-        for p in sorted({pt.p for pt in res.points}):
+        for i, p in enumerate(sorted({pt.p for pt in res.points})):
             pts = [pt for pt in res.points if pt.p == p]
             fs = [pt.f for pt in pts]
+            color = f"C{i % 10}"
             if what == "latency":
-                ax.plot(fs, [pt.latency * 1e6 for pt in pts], "o", label=f"P={p}")
+                ax.plot(fs, [pt.latency * 1e6 for pt in pts], "o", color=color, label=f"P={p}")
                 fit = res.fits.get(p)
                 if fit:
                     grid = list(range(min(fs), max(fs) + 1))
-                    ax.plot(grid, [(fit.a + fit.b * sum_log(p, f)) * 1e6 for f in grid], "-",
+                    ax.plot(grid, [(fit.a + fit.b * sum_log(p, f)) * 1e6 for f in grid], "-", color=color,
                             label=f"fit a+b·Σlog2(P−f), R²={fit.r2:.3f}")
             else:
-                ax.plot(fs, [pt.messages for pt in pts], "o-", label=f"P={p}")
+                ax.plot(fs, [pt.messages for pt in pts], "o-", color=color, label=f"P={p}")
         ax.set_xlabel("failures F")
         ax.set_ylabel("latency (µs)" if what == "latency" else "messages")
         ax.set_title(f"{res.proto}, failures {res.when} the operation", fontsize=10)
