@@ -24,14 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide import sliding_core as sc  # noqa: E402
-from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.simulation import analytic  # noqa: E402
-from ftslide.simulation.network import PRESETS  # noqa: E402
-from ftslide.simulation.placement import make_placement  # noqa: E402
-from ftslide.simulation.sweep import SweepConfig, run_sweep  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
-from ftslide.topology import parse_topology  # noqa: E402
+from ftslide import sliding_core as sc
+from ftslide.errors import FtslideError
+from ftslide.simulation import analytic
+from ftslide.simulation.network import PRESETS
+from ftslide.simulation.placement import make_placement
+from ftslide.simulation.sweep import SweepConfig, run_sweep
+from ftslide.table import print_table
+from ftslide.topology import parse_topology
 
 
 def model_times() -> None:

@@ -8,7 +8,13 @@ from pathlib import Path
 from ..errors import FtslideError
 from ..simulation.network import PRESETS, NetParams, parse_rate, parse_size, parse_time
 from ..simulation.platform import platform_xml
-from ..simulation.sweep import SweepConfig, parse_failures, run_sweep, validate, write_outputs
+from ..simulation.sweep import (
+    SweepConfig,
+    parse_failures,
+    run_sweep,
+    validate,
+    write_outputs,
+)
 from ..table import print_table
 
 NAME = "simulate"

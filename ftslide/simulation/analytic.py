@@ -34,9 +34,9 @@ Cost: O(messages x route length), about 0.3 s for the stencil at 12x12x12.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import networkx as nx
 

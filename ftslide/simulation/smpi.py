@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,11 @@ REPO = Path(__file__).resolve().parents[2]
 KERNEL_SOURCE = REPO / "simulations" / "smpi" / "ftsim_kernels.c"
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Werror")
 INSTALL_HINT = "install SimGrid's SMPI with 'apt-get install libsimgrid-dev' (or run ./bootstrap setup)"
+
+# smpirun processes running now (several threads may run one each), so that an
+# interrupted sweep can kill them instead of waiting for them.
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
 
 _LINE = re.compile(r"^ftsim pattern=(\w+) bytes=(\d+) iters=(\d+) time=([0-9.eE+-]+)$")
 
@@ -61,7 +67,7 @@ def build_kernels() -> Path:
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         partial = Path(tmp) / binary.name
         result = subprocess.run([smpicc, *CFLAGS, "-o", str(partial), str(KERNEL_SOURCE)],
-                                capture_output=True, text=True, cwd=tmp)
+                                check=False, capture_output=True, text=True, cwd=tmp)
         if result.returncode != 0 or not partial.exists():
             first = next((ln for ln in result.stderr.splitlines() if "error" in ln),
                          result.stderr.strip() or "no output")
@@ -126,6 +132,8 @@ def run_kernels(run: KernelRun, timeout: float = 600.0, use_cache: bool = True) 
                "1" if run.periodic else "0", str(run.iters), *run.kernels]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=tmp, start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -135,6 +143,9 @@ def run_kernels(run: KernelRun, timeout: float = 600.0, use_cache: bool = True) 
         except BaseException:
             _kill_group(proc)
             raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
     times: dict[str, float] = {}
     for line in out.splitlines():
         m = _LINE.match(line.strip())
@@ -150,6 +161,17 @@ def run_kernels(run: KernelRun, timeout: float = 600.0, use_cache: bool = True) 
         partial.write_text(json.dumps(times))
         os.replace(partial, cached)
     return times
+
+
+def kill_running() -> None:
+    """Kill every smpirun this process started that is still running (on interrupt)."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -22,10 +22,11 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
 
 from .. import sliding_core as sc
 from ..errors import FtslideError
@@ -34,7 +35,7 @@ from . import analytic
 from .network import NetParams
 from .placement import Placement, make_placement
 from .platform import hostfile, platform_xml
-from .smpi import KernelRun, run_kernels
+from .smpi import KernelRun, kill_running, run_kernels
 
 PATTERNS = ("stencil7", "stencil5", "stencil", "barrier", "allreduce")
 
@@ -114,7 +115,7 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
         raise FtslideError("no pattern given: choose stencil7, barrier, allreduce")
     for p in cfg.patterns:
         kernel_name(p, len(placement.layout.grid.sizes))
-    if len(set(kernel_name(p, len(placement.layout.grid.sizes)) for p in cfg.patterns)) != \
+    if len({kernel_name(p, len(placement.layout.grid.sizes)) for p in cfg.patterns}) != \
             len(cfg.patterns):
         raise FtslideError("a pattern is listed twice: list each once")
     fmax = max(cfg.failures)
@@ -242,6 +243,7 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
         except BaseException:
             for fut in pending:
                 fut.cancel()
+            kill_running()
             raise
     if cfg.simulate and errors[0] is not None:
         raise FtslideError(f"the failure-free baseline could not be simulated: {errors[0]}")
@@ -405,7 +407,7 @@ def plot(out: Path, summary: dict[str, object]) -> list[Path]:
         ax.legend()
         fig.tight_layout()
         path = out / f"slowdown-{pattern}.png"
-        _atomic_write(path, lambda p: fig.savefig(p, dpi=100, format="png"))
+        _atomic_write(path, lambda p, fig=fig: fig.savefig(p, dpi=100, format="png"))
         plt.close(fig)
         paths.append(path)
     return paths
