@@ -14,6 +14,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,44 @@ def test_simulate_command_writes_tables_and_plots(tmp_path: Path) -> None:
     again = ftslide(*args)
     assert again.returncode == 0 and (out / "slowdown.csv").read_text() == first
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def _simulations_using(cache: Path) -> list[int]:
+    """Pids of smpimain processes running a kernel binary from this cache."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                if b"smpimain" in cmdline and str(cache / "smpi" / "bin").encode() in cmdline:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@needs_smpi
+@pytest.mark.timeout(120)
+def test_terminated_sweep_kills_its_simulations(tmp_path: Path) -> None:
+    """SIGTERM mid-sweep: exit 130, no smpirun left behind, nothing written."""
+    cache = tmp_path / "cache"
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "ftslide", "simulate", "--preset", "bgq",
+                             "--failures", "0..2", "--trials", "2", "--jobs", "2", "--out", str(out)],
+                            cwd=REPO, env={**os.environ, "FTSLIDE_CACHE": str(cache)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _simulations_using(cache):
+            assert proc.poll() is None and time.monotonic() < deadline, "no simulation started"
+            time.sleep(0.2)
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in err
+    time.sleep(0.5)
+    assert not _simulations_using(cache)
+    assert not out.exists()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
+from types import FrameType
 
 from ..errors import FtslideError
 from ..simulation.network import PRESETS, NetParams, parse_rate, parse_size, parse_time
@@ -85,7 +87,12 @@ def _fmt(value: object, spec: str = ".2f") -> str:
     return "-" if value is None else format(value, spec) if isinstance(value, float) else str(value)
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # the sweep then kills its running smpirun processes
+
+
 def run(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     cfg = config_from_args(args)
     topology, placement = validate(cfg)
     out = Path(args.out)
