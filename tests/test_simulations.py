@@ -197,6 +197,24 @@ def test_model_and_simgrid_rank_mappings_alike() -> None:
         assert 0.5 < model[k] / sim[k] < 2.0, (k, model[k], sim[k])
 
 
+@needs_smpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("spec,grid", [("kary:4,3", "torus:4x4x4"),
+                                       ("fattree:3;4,4,4;1,2,2;1,1,1", "torus:4x4x4")])
+def test_model_time_matches_simgrid_on_fat_trees(spec: str, grid: str) -> None:
+    """Shuffled placements on a full and an oversubscribed fat-tree: the model's stencil time
+    (bandwidth x most loaded link on each route) is SimGrid's within 5%, which holds only if
+    the model routes every message over the same links as SimGrid's d-mod-k routing."""
+    topo = parse_topology(spec)
+    pl = make_placement(topo, grid, "none")
+    for seed in (1, 2, 3):
+        hosts = list(pl.initial_hosts())
+        random.Random(seed).shuffle(hosts)
+        sim = simulate(spec, grid, "none", tuple(hosts))["stencil"]
+        model = stencil_model(spec, grid, "none", tuple(hosts)).time
+        assert abs(model / sim - 1) < 0.05, (seed, model, sim)
+
+
 # ---- the command ------------------------------------------------------------------------
 
 def ftslide(*args: str, env: dict[str, str] | None = None,
