@@ -21,6 +21,9 @@ Spec strings (validated, one-line errors naming the fix):
                                    level; parallel links by level
 ``kary:4,3``                       k-ary n-tree shorthand (k=4, n=3): FAT_TREE
                                    ``3;4,4,4;1,4,4;1,1,1``, k^n hosts
+``dragonfly:4,1;2,1;4,1;2``        SimGrid DRAGONFLY parameters: groups,links;
+                                   chassis per group,links; routers per chassis,
+                                   links; hosts per router (minimal routing)
 =================================  ===============================================
 
 A mesh is given to SimGrid as a torus with ``2n-1`` positions along each dimension
@@ -50,7 +53,11 @@ Link = tuple[Node, Node, tuple[int, ...]]
 MAX_HOSTS = 1 << 20
 
 _SPEC_HELP = ("use torus:AxB[xC...], mesh:AxB[xC...], fattree:L;D1,..;U1,..;P1,.. "
-              "(SimGrid FAT_TREE) or kary:K,N")
+              "(SimGrid FAT_TREE), kary:K,N or dragonfly:G,L;C,L;R,L;N")
+
+# Dragonfly link kinds (the key of a link): host-router, green (routers of a
+# chassis), black (same blade position across the chassis of a group), blue.
+_DF_LOCAL, _DF_GREEN, _DF_BLACK, _DF_BLUE = 0, 1, 2, 3
 
 
 class TopologyError(FtslideError):
@@ -59,11 +66,12 @@ class TopologyError(FtslideError):
 
 @dataclass(frozen=True)
 class Topology:
-    """A parsed topology. ``kind`` is ``torus``, ``mesh`` or ``fattree``.
+    """A parsed topology. ``kind`` is ``torus``, ``mesh``, ``fattree`` or ``dragonfly``.
 
     ``dims`` are the sizes of a torus or mesh (first dimension first); for a
     fat-tree ``levels``, ``down``, ``up`` and ``count`` are SimGrid's FAT_TREE
-    parameters.
+    parameters; for a dragonfly ``dragonfly`` is (groups, blue links, chassis,
+    black links, routers per chassis, green links, hosts per router).
     """
 
     kind: str
@@ -72,6 +80,7 @@ class Topology:
     down: tuple[int, ...] = ()
     up: tuple[int, ...] = ()
     count: tuple[int, ...] = ()
+    dragonfly: tuple[int, ...] = ()
     spec: str = field(default="", compare=False)
 
     # ---- shape ------------------------------------------------------------
@@ -81,6 +90,9 @@ class Topology:
         """Number of used hosts (ranks can be placed on hosts 0..hosts-1)."""
         if self.kind == "fattree":
             return math.prod(self.down)
+        if self.kind == "dragonfly":
+            g, _, c, _, r, _, n = self.dragonfly
+            return g * c * r * n
         return math.prod(self.dims)
 
     @property
@@ -93,7 +105,7 @@ class Topology:
     @property
     def sim_hosts(self) -> int:
         """Hosts SimGrid creates (more than ``hosts`` for an embedded mesh)."""
-        if self.kind == "fattree":
+        if self.kind in ("fattree", "dragonfly"):
             return self.hosts
         return math.prod(self.sim_dims)
 
@@ -101,7 +113,29 @@ class Topology:
         if self.kind == "fattree":
             return (f"fattree:{self.levels};{_csv(self.down)};{_csv(self.up)};"
                     f"{_csv(self.count)}")
+        if self.kind == "dragonfly":
+            return f"dragonfly:{self.sim_parameters()}"
         return f"{self.kind}:" + "x".join(map(str, self.dims))
+
+    def sim_parameters(self) -> str:
+        """SimGrid's topo_parameters for this topology."""
+        if self.kind == "fattree":
+            return f"{self.levels};{_csv(self.down)};{_csv(self.up)};{_csv(self.count)}"
+        if self.kind == "dragonfly":
+            g, lg, c, lc, r, lr, n = self.dragonfly
+            return f"{g},{lg};{c},{lc};{r},{lr};{n}"
+        return _csv(self.sim_dims)
+
+    def capacity(self, link: Link) -> int:
+        """Bandwidth of a link as a multiple of the configured link bandwidth.
+
+        Dragonfly green/black/blue links bundle several cables (SimGrid multiplies
+        the bandwidth); every other link is 1.
+        """
+        if self.kind != "dragonfly":
+            return 1
+        _, lg, _, lc, _, lr, _ = self.dragonfly
+        return (1, lr, lc, lg)[link[2][0]]
 
     def coords(self, host: int) -> tuple[int, ...]:
         """Torus/mesh coordinates of a used host (first dimension fastest, as SimGrid)."""
@@ -143,6 +177,8 @@ class Topology:
             return []
         if self.kind == "fattree":
             return self._fattree_route(a, b)
+        if self.kind == "dragonfly":
+            return self._dragonfly_route(a, b)
         return self._torus_route(a, b)
 
     def _torus_route(self, a: int, b: int) -> list[Link]:
@@ -227,6 +263,45 @@ class Topology:
             node = child
         return links
 
+    # Dragonfly: host i has coordinates (group, chassis, router, slot), group
+    # slowest, as SimGrid numbers them; router (g, c, r) is graph node ("r", g, c, r).
+    def _df_coords(self, host: int) -> tuple[int, int, int, int]:
+        _, _, c, _, r, _, n = self.dragonfly
+        return (host // (c * r * n), host // (r * n) % c, host // n % r, host % n)
+
+    def _dragonfly_route(self, a: int, b: int) -> list[Link]:
+        # SimGrid's minimal routing, step by step as it builds the route: to reach
+        # group G, go to router G of the chassis (green), then to chassis 0 (black),
+        # whose router G holds the blue link to group G; arrive at router (0, g) of
+        # group G (g = source group); then the green link to the target router
+        # position, then black to the target chassis. SimGrid takes the green link
+        # in the current chassis but continues from chassis 0 (its code); the
+        # links listed here are the ones it lists.
+        sg, sc_, sr, _ = self._df_coords(a)
+        tg, tc, tr, _ = self._df_coords(b)
+        links: list[Link] = [(("h", a), ("r", sg, sc_, sr), (_DF_LOCAL,))]
+        cur = (sg, sc_, sr)
+        if (tg, tc, tr) != cur:
+            if tg != sg:
+                if cur[2] != tg:
+                    nxt = (sg, sc_, tg)
+                    links.append((("r", *cur), ("r", *nxt), (_DF_GREEN,)))
+                    cur = nxt
+                if cur[1] != 0:
+                    nxt = (sg, 0, tg)
+                    links.append((("r", *cur), ("r", *nxt), (_DF_BLACK,)))
+                    cur = nxt
+                nxt = (tg, 0, sg)
+                links.append((("r", *cur), ("r", *nxt), (_DF_BLUE,)))
+                cur = nxt
+            if tr != cur[2]:
+                links.append((("r", *cur), ("r", cur[0], cur[1], tr), (_DF_GREEN,)))
+                cur = (tg, 0, tr)
+            if tc != cur[1]:
+                links.append((("r", *cur), ("r", cur[0], tc, cur[2]), (_DF_BLACK,)))
+        links.append((("r", tg, tc, tr), ("h", b), (_DF_LOCAL,)))
+        return links
+
     # ---- graph ------------------------------------------------------------
 
     def graph(self, bw: float = 1.0, lat: float = 0.0) -> nx.MultiDiGraph:
@@ -246,6 +321,9 @@ class Topology:
         if self.kind == "fattree":
             yield from self._fattree_links()
             return
+        if self.kind == "dragonfly":
+            yield from self._dragonfly_links()
+            return
         sizes = self.sim_dims
         for host in range(self.hosts):
             c = self.coords(host)
@@ -263,6 +341,26 @@ class Topology:
                         # each node, both routes use it in opposite directions
                         continue
                     yield (("h", *c), ("h", *nc), (d,))
+
+    def _dragonfly_links(self) -> Iterator[Link]:
+        g_, _, c_, _, r_, _, _ = self.dragonfly
+        for host in range(self.hosts):
+            g, c, r, _ = self._df_coords(host)
+            yield (("h", host), ("r", g, c, r), (_DF_LOCAL,))
+            yield (("r", g, c, r), ("h", host), (_DF_LOCAL,))
+        for g in range(g_):
+            for c in range(c_):
+                for r in range(r_):
+                    for r2 in range(r_):
+                        if r2 != r:
+                            yield (("r", g, c, r), ("r", g, c, r2), (_DF_GREEN,))
+                    for c2 in range(c_):
+                        if c2 != c:
+                            yield (("r", g, c, r), ("r", g, c2, r), (_DF_BLACK,))
+            for g2 in range(g_):
+                if g2 != g:
+                    # router number g2 of group g (chassis 0 since g2 < routers)
+                    yield (("r", g, 0, g2), ("r", g2, 0, g), (_DF_BLUE,))
 
     def _fattree_links(self) -> Iterator[Link]:
         per_level = self._ft_nodes_by_level
@@ -325,6 +423,21 @@ def parse_topology(spec: str) -> Topology:
                                 f"down/up and N >= 1 levels, e.g. kary:4,3")
         topo = Topology("fattree", levels=n, down=(k,) * n, up=(1,) + (k,) * (n - 1),
                         count=(1,) * n, spec=spec)
+    elif kind == "dragonfly":
+        parts = rest.split(";")
+        if len(parts) != 4 or [len(p.split(",")) for p in parts] != [2, 2, 2, 1]:
+            raise TopologyError(f"bad topology '{spec}': a dragonfly is groups,links;chassis,links;"
+                                f"routers,links;hosts (SimGrid DRAGONFLY), e.g. "
+                                f"dragonfly:4,1;2,1;4,1;2")
+        g, lg = _ints(parts[0], ",", "groups and links", spec)
+        c, lc = _ints(parts[1], ",", "chassis and links", spec)
+        r, lr = _ints(parts[2], ",", "routers and links", spec)
+        (n,) = _ints(parts[3], ",", "hosts per router", spec)
+        if g > r:
+            raise TopologyError(f"bad topology '{spec}': SimGrid's dragonfly connects group i "
+                                f"through router i of each group, so it needs groups <= routers "
+                                f"per chassis ({g} > {r})")
+        topo = Topology("dragonfly", dragonfly=(g, lg, c, lc, r, lr, n), spec=spec)
     else:
         raise TopologyError(f"bad topology '{spec}': unknown kind '{kind}'; {_SPEC_HELP}")
     if topo.sim_hosts > MAX_HOSTS:

@@ -70,7 +70,7 @@ def stencil_model(spec: str, grid: str | None, spares: str,
 @pytest.mark.parametrize("spec", [
     "torus:", "torus:4x0x4", "torus:4xx4", "torus:1x1", "ring:8", "12x12x12", "mesh:4,4",
     "fattree:2;4,4;1,2", "fattree:2;4;1,2;1,2", "fattree:2;4,4;0,2;1,2", "kary:1,3", "kary:4",
-    "kary:4,3,2",
+    "kary:4,3,2", "dragonfly:4,1;2,1;4,1", "dragonfly:4,1;2;4,1;2", "dragonfly:5,1;2,1;4,1;2",
 ])
 def test_malformed_topology_is_one_line_error(spec: str) -> None:
     with pytest.raises(TopologyError) as info:
@@ -87,25 +87,30 @@ def test_topology_shapes() -> None:
     ft = parse_topology("fattree:2;16,16;1,16;1,1")
     assert ft.hosts == 256
     assert parse_topology("kary:4,3") == parse_topology("fattree:3;4,4,4;1,4,4;1,1,1")
+    assert parse_topology("dragonfly:4,1;2,1;4,1;2").hosts == 64
 
 
 @pytest.mark.parametrize("spec", ["torus:5x4x3", "torus:4x4", "mesh:4x3x3", "torus:3x2x2x2",
-                                  "fattree:2;4,4;1,2;1,2", "kary:3,3", "fattree:2;4,2;2,2;2,1"])
+                                  "fattree:2;4,4;1,2;1,2", "kary:3,3", "fattree:2;4,2;2,2;2,1",
+                                  "dragonfly:3,1;2,1;3,1;2"])
 def test_routes_are_paths_of_the_graph(spec: str) -> None:
-    """Every route is a chain of graph edges from a to b; torus/mesh routes are shortest."""
+    """Every route is made of graph edges from a to b: a chain (except where SimGrid's dragonfly
+    code continues from chassis 0 after a green hop); torus/mesh routes are shortest."""
     topo = parse_topology(spec)
     graph = topo.graph()
     for a, b in itertools.permutations(range(topo.hosts), 2):
         route = topo.route(a, b)
         assert route and all(graph.has_edge(*link) for link in route)
-        assert all(x[1] == y[0] for x, y in itertools.pairwise(route))
-        if topo.kind != "fattree":
+        if topo.kind != "dragonfly":
+            assert all(x[1] == y[0] for x, y in itertools.pairwise(route))
+        if topo.kind in ("torus", "mesh"):
             ca, cb = topo.coords(a), topo.coords(b)
             hops = sum(abs(p - q) if topo.kind == "mesh" else min(abs(p - q), n - abs(p - q))
                        for p, q, n in zip(ca, cb, topo.dims))
             assert len(route) == hops
         else:
             assert route[0][0] == ("h", a) and route[-1][1] == ("h", b)
+            assert len(route) <= (7 if topo.kind == "dragonfly" else 2 * topo.levels)
 
 
 # ---- SimGrid platforms --------------------------------------------------------------
@@ -114,7 +119,8 @@ def test_routes_are_paths_of_the_graph(spec: str) -> None:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("spec,grid", [("torus:4x3x3", None), ("mesh:4x4", None),
                                        ("torus:2x2x2x3", "mesh:3x2x4"), ("kary:2,3", "mesh:2x2x2"),
-                                       ("fattree:2;4,4;1,2;1,2", "torus:4x4")])
+                                       ("fattree:2;4,4;1,2;1,2", "torus:4x4"),
+                                       ("dragonfly:3,1;2,1;3,1;2", "mesh:3x4x3")])
 def test_generated_platforms_load_in_simgrid(spec: str, grid: str | None) -> None:
     """SimGrid loads the platform, places every rank by the hostfile and runs all kernels."""
     topo = parse_topology(spec)
@@ -203,10 +209,11 @@ def test_model_and_simgrid_rank_mappings_alike() -> None:
     ("torus:5x4x4", None, "x:1"), ("mesh:5x4x4", None, "x:1"),
     ("torus:4x4x4x2", "torus:4x4x2", "x:1"),
     ("kary:4,3", "torus:4x4x4", "none"), ("fattree:3;4,4,4;1,2,2;1,1,1", "torus:4x4x4", "none"),
+    ("dragonfly:3,2;3,1;4,2;2", "torus:6x4x3", "none"),
 ])
 def test_model_time_matches_simgrid(spec: str, grid: str | None, spares: str) -> None:
     """Shuffled placements on tori (even rings: SimGrid's tie rule), an embedded mesh, a full
-    and an oversubscribed fat-tree: the model's stencil time (per route, bandwidth x its most
+    and an oversubscribed fat-tree, a dragonfly with bundled links: the model's stencil time (per route, bandwidth x its most
     loaded link) is SimGrid's within 5%, which holds only if every message crosses the same
     links in both (measured: within 2%)."""
     topo = parse_topology(spec)

@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a published setup: k (12x12x12 torus), bgq (16x8x8 torus), "
                              "tsubame (fat-tree); other options override its values")
     parser.add_argument("--topology", help="torus:AxB[xC..], mesh:AxB[xC..], "
-                        "fattree:L;D,..;U,..;P,.. (SimGrid FAT_TREE) or kary:K,N")
+                        "fattree:L;D,..;U,..;P,.. (SimGrid FAT_TREE), kary:K,N or "
+                        "dragonfly:G,L;C,L;R,L;N (quote specs with ';')")
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
     parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")

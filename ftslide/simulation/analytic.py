@@ -158,7 +158,7 @@ def congestion(topology: Topology, rank_hosts: Sequence[int],
         slowest = 0.0
         for route in routes:
             if route:
-                worst = max(loads[link] for link in route)
+                worst = max(loads[link] / topology.capacity(link) for link in route)
                 t = len(route) * net.lat + nbytes * worst / net.bw
             else:
                 t = nbytes / (net.bw * 20)  # loopback, as in the platform

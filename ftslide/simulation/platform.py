@@ -16,13 +16,8 @@ def platform_xml(topology: Topology, net: NetParams) -> str:
     Links are split-duplex (each direction its own bandwidth), as the analytic
     model assumes; a loopback serves ranks sharing a host (shrink).
     """
-    if topology.kind == "fattree":
-        kind = "FAT_TREE"
-        params = (f"{topology.levels};{','.join(map(str, topology.down))};"
-                  f"{','.join(map(str, topology.up))};{','.join(map(str, topology.count))}")
-    else:
-        kind = "TORUS"
-        params = ",".join(map(str, topology.sim_dims))
+    kind = {"fattree": "FAT_TREE", "dragonfly": "DRAGONFLY"}.get(topology.kind, "TORUS")
+    params = topology.sim_parameters()
     attrs = net.simgrid()
     cluster = {
         "id": "ftsim", "prefix": HOST_PREFIX, "suffix": "",
