@@ -39,6 +39,15 @@ static inline const char *ftcheck_class(int rc)
     }
 }
 
+/* A dup of MPI_COMM_WORLD whose errors are returned, not fatal. */
+static inline MPI_Comm ftcheck_dup_world(void)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return comm;
+}
+
 #define FTCHECK(key, fmt, ...)                                                                 \
     do {                                                                                       \
         printf("ftcheck rank=%d " key "=" fmt "\n", ftcheck_rank(), __VA_ARGS__);              \

@@ -38,9 +38,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank = ftcheck_rank();
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm comm = ftcheck_dup_world();
     MPI_Barrier(comm);
     ftslide_killpoint(rank, "after_barrier");
 
