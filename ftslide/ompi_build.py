@@ -194,14 +194,6 @@ def prefix_problem(prefix: Path, expected_key: str | None = None) -> str | None:
     return None
 
 
-def default_prefix() -> Path:
-    """The prefix commands use: ``$FTSLIDE_MPI_PREFIX`` or the build of this checkout's inputs."""
-    if os.environ.get("FTSLIDE_MPI_PREFIX"):
-        return Path(os.environ["FTSLIDE_MPI_PREFIX"])
-    inputs = load_inputs()
-    return prefix_path(inputs, inputs.sha256)
-
-
 def require_prefix() -> Path:
     """The usable prefix, or an FtslideError that says how to get one."""
     if os.environ.get("FTSLIDE_MPI_PREFIX"):
