@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 
+from .. import netcluster
+from ..errors import FtslideError
 from ..mpi import check_program, launch_environment, mpirun_argv, split_program
 from ..ompi_build import require_prefix
 
 NAME = "run"
 HELP = ("run 'mpirun --with-ft ulfm [mpirun options] PROGRAM [ARGS]' with the project's Open MPI; "
-        "oversubscription and running as root are allowed by default")
+        "oversubscription and running as root are allowed by default; '--cluster NAME' first runs "
+        "the job across an emulated cluster of 'ftslide cluster up'")
 
 
 # The arguments go to mpirun as they are (see cli.main).
@@ -18,12 +21,31 @@ PASSTHROUGH = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="[mpirun options] PROGRAM [ARGS]")
+    parser.add_argument("rest", nargs=argparse.REMAINDER,
+                        metavar="[--cluster NAME] [mpirun options] PROGRAM [ARGS]")
+
+
+def cluster_option(rest: list[str]) -> tuple[str | None, list[str]]:
+    """Take a leading ``--cluster NAME`` (or ``--cluster=NAME``) off the arguments."""
+    if rest and rest[0] == "--cluster":
+        if len(rest) < 2:
+            raise FtslideError("--cluster needs a cluster name (see 'ftslide cluster status')")
+        return rest[1], rest[2:]
+    if rest and rest[0].startswith("--cluster="):
+        return rest[0].split("=", 1)[1], rest[1:]
+    return None, rest
 
 
 def run(args: argparse.Namespace) -> int:
     prefix = require_prefix()
-    _, program, _ = split_program(args.rest)
+    name, rest = cluster_option(list(args.rest))
+    _, program, _ = split_program(rest)
     check_program(program)
-    argv = mpirun_argv(prefix, args.rest)
-    os.execve(argv[0], argv, launch_environment(prefix))
+    env = launch_environment(prefix)
+    if name is None:
+        argv = mpirun_argv(prefix, rest)
+    else:
+        cluster = netcluster.load(name)
+        argv = netcluster.launch_argv(cluster, mpirun_argv(prefix, [*netcluster.mpirun_options(cluster), *rest]))
+        env.update(netcluster.launch_environment())
+    os.execve(argv[0], argv, env)

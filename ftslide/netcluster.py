@@ -1,0 +1,386 @@
+"""An emulated multi-node cluster on one Linux machine: one network namespace per node.
+
+``up`` builds a *star*: a hub namespace ``<name>-hub`` holds a Linux bridge, and
+every node namespace ``<name>-nK`` is joined to it by a veth pair (``eth0`` in the
+node, ``nK`` in the hub). All node addresses lie in one subnet of 198.18.0.0/15
+(node K has 198.18.0.0 + K + 1), so the bridge is the whole routing: no address,
+route or forwarding outside the namespaces is touched, and no interface is created
+in the host's namespace. An optional rate limit puts a tbf qdisc on both ends of
+every link.
+
+Every creation step is recorded in the state file
+``cache_root()/cluster/<name>.json`` *before* it is done, so ``down`` removes what
+a crashed or interrupted ``up`` left behind. ``up`` itself rolls back on failure.
+
+MPI runs: PRRTE's ssh launcher starts its daemons through a generated launch
+agent (``<agent> <host> <command>``) that runs the command inside the namespace
+that owns the host address, with the node's own host name (a private UTS
+namespace); ``mpirun`` itself runs in node 0. See ``docs/netcluster.md``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .errors import FtslideError
+from .native import REPO
+from .ompi_build import cache_root
+
+SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
+MAX_NODES = 1000
+DEFAULT_NAME = "ftc"
+TOPOLOGIES = ("star",)
+NOT_YET = ("ring", "torus")
+AGENT_TEMPLATE = REPO / "jobmgr-adapters" / "netcluster" / "agent.sh.in"
+_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+_RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$")
+_RATE_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
+              "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12}
+
+
+@dataclass
+class Cluster:
+    """What ``up`` created (or was about to create) for one cluster; the state file holds it."""
+
+    name: str
+    nodes: int
+    topology: str = "star"
+    rate: str | None = None
+    slots: int = 2
+    namespaces: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    complete: bool = False
+
+    @property
+    def hub(self) -> str:
+        return f"{self.name}-hub"
+
+    def namespace(self, node: int) -> str:
+        return f"{self.name}-n{node}"
+
+    @property
+    def directory(self) -> Path:
+        return cluster_dir() / self.name
+
+    @property
+    def hostfile(self) -> Path:
+        return self.directory / "hostfile"
+
+    @property
+    def agent(self) -> Path:
+        return self.directory / "agent"
+
+
+def cluster_dir() -> Path:
+    return cache_root() / "cluster"
+
+
+def state_path(name: str) -> Path:
+    return cluster_dir() / f"{name}.json"
+
+
+def address(node: int) -> ipaddress.IPv4Address:
+    """Node K's address: 198.18.0.0 + K + 1."""
+    return SUBNET.network_address + node + 1
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise FtslideError(f"cluster name {name!r} is not valid: use 1-12 lower-case letters and digits, "
+                           "starting with a letter")
+    return name
+
+
+def parse_topology(spec: str) -> str:
+    kind = spec.split(":", 1)[0]
+    if kind in TOPOLOGIES and spec == kind:
+        return kind
+    if kind in NOT_YET:
+        raise FtslideError(f"topology {spec!r} is not implemented yet: use --topology star "
+                           "(ring and torus are planned, see docs/netcluster.md)")
+    raise FtslideError(f"unknown topology {spec!r}: use star")
+
+
+def rate_bits(rate: str) -> float:
+    """A tc rate such as 1gbit or 100mbit in bits per second; FtslideError if malformed."""
+    match = _RATE.match(rate.strip().lower())
+    if not match or float(match[1]) <= 0:
+        raise FtslideError(f"rate {rate!r} is not valid: give a tc rate such as 1gbit, 100mbit or 500kbit")
+    return float(match[1]) * _RATE_BITS[match[2]]
+
+
+def tbf_arguments(rate: str) -> list[str]:
+    """``tc qdisc`` tbf arguments: bucket of 10 ms at the rate (at least 16 KiB), queue of 50 ms."""
+    burst = max(int(rate_bits(rate) / 8 / 100), 16384)
+    return ["tbf", "rate", rate, "burst", str(burst), "latency", "50ms"]
+
+
+# ---- shell helpers ---------------------------------------------------------------
+
+
+def _ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = ["ip", *(("-n", netns) if netns else ()), *args]
+    return _cmd(cmd, check)
+
+
+def _cmd(cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        result = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise FtslideError(f"{cmd[0]} is not installed (apt-get install iproute2)") from None
+    if check and result.returncode != 0:
+        detail = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise FtslideError(f"'{' '.join(cmd)}' failed: {detail}")
+    return result
+
+
+def existing_namespaces() -> set[str]:
+    out = _cmd(["ip", "netns", "list"]).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise FtslideError("creating network namespaces needs root: run ftslide cluster as root")
+
+
+# ---- state -----------------------------------------------------------------------
+
+
+def save(cluster: Cluster) -> None:
+    """Write the state file atomically."""
+    path = state_path(cluster.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(asdict(cluster), indent=1) + "\n")
+    os.replace(partial, path)
+
+
+def load(name: str) -> Cluster:
+    """The cluster named ``name``; FtslideError if there is none."""
+    check_name(name)
+    path = state_path(name)
+    try:
+        data = json.loads(path.read_text())
+        return Cluster(**data)
+    except FileNotFoundError:
+        raise FtslideError(f"there is no cluster {name!r}: create it with 'ftslide cluster up --name {name} "
+                           "--nodes N'") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise FtslideError(f"the state file {path} is damaged ({exc}); remove the namespaces named "
+                           f"'{name}-*' with 'ip netns del' and then the file") from None
+
+
+def clusters() -> list[Cluster]:
+    found = []
+    for path in sorted(cluster_dir().glob("*.json")):
+        try:
+            found.append(load(path.stem))
+        except FtslideError:
+            continue
+    return found
+
+
+# ---- up / down -------------------------------------------------------------------
+
+
+def up(name: str, nodes: int, topology: str = "star", rate: str | None = None, slots: int = 2) -> Cluster:
+    """Create the cluster; on any failure remove what was created and raise FtslideError."""
+    check_name(name)
+    topology = parse_topology(topology)
+    if not 1 <= nodes <= MAX_NODES:
+        raise FtslideError(f"--nodes must be between 1 and {MAX_NODES}, not {nodes}")
+    if slots < 1:
+        raise FtslideError(f"--slots must be at least 1, not {slots}")
+    tbf = tbf_arguments(rate) if rate else None
+    _require_root()
+    if state_path(name).exists():
+        raise FtslideError(f"cluster {name!r} already exists: 'ftslide cluster down --name {name}' first, "
+                           "or pick another --name")
+    cluster = Cluster(name=name, nodes=nodes, topology=topology, rate=rate, slots=slots)
+    wanted = [cluster.hub, *(cluster.namespace(k) for k in range(nodes))]
+    taken = sorted(set(wanted) & existing_namespaces())
+    if taken:
+        raise FtslideError(f"network namespace {taken[0]} already exists: pick another --name, or remove it "
+                           f"with 'ip netns del {taken[0]}' if it is left over")
+    try:
+        _build(cluster, tbf)
+    except BaseException as exc:
+        try:
+            teardown(cluster)
+        except FtslideError:
+            pass
+        if isinstance(exc, FtslideError):
+            raise FtslideError(f"cluster up failed and was rolled back: {exc}") from None
+        raise
+    return cluster
+
+
+def _add_namespace(cluster: Cluster, netns: str) -> None:
+    cluster.namespaces.append(netns)
+    save(cluster)
+    if _ip("netns", "add", netns, check=False).returncode != 0:
+        cluster.namespaces.remove(netns)  # not ours: someone else made it in between
+        save(cluster)
+        raise FtslideError(f"network namespace {netns} could not be created (does it exist already?)")
+    _ip("link", "set", "lo", "up", netns=netns)
+
+
+def _build(cluster: Cluster, tbf: list[str] | None) -> None:
+    save(cluster)
+    _add_namespace(cluster, cluster.hub)
+    _ip("link", "add", "br0", "type", "bridge", netns=cluster.hub)
+    _ip("link", "set", "br0", "up", netns=cluster.hub)
+    prefix = SUBNET.prefixlen
+    for k in range(cluster.nodes):
+        netns, port = cluster.namespace(k), f"n{k}"
+        _add_namespace(cluster, netns)
+        # Both ends are created inside their namespaces: nothing appears in the host's.
+        _ip("link", "add", "eth0", "netns", netns, "type", "veth", "peer", "name", port,
+            "netns", cluster.hub, netns=cluster.hub)
+        _ip("link", "set", port, "master", "br0", netns=cluster.hub)
+        _ip("link", "set", port, "up", netns=cluster.hub)
+        _ip("addr", "add", f"{address(k)}/{prefix}", "dev", "eth0", netns=netns)
+        _ip("link", "set", "eth0", "up", netns=netns)
+        if tbf:
+            _cmd(["ip", "netns", "exec", netns, "tc", "qdisc", "add", "dev", "eth0", "root", *tbf])
+            _cmd(["ip", "netns", "exec", cluster.hub, "tc", "qdisc", "add", "dev", port, "root", *tbf])
+    _write_files(cluster)
+    cluster.complete = True
+    save(cluster)
+
+
+def _write_files(cluster: Cluster) -> None:
+    cluster.files.append(str(cluster.directory))
+    save(cluster)
+    cluster.directory.mkdir(parents=True, exist_ok=True)
+    cluster.hostfile.write_text("".join(f"{address(k)} slots={cluster.slots}\n" for k in range(cluster.nodes)))
+    cases = "".join(f"    {address(k)}|{cluster.namespace(k)}) ns={cluster.namespace(k)} ;;\n"
+                    for k in range(cluster.nodes))
+    try:
+        template = AGENT_TEMPLATE.read_text()
+    except OSError:
+        raise FtslideError(f"the launch agent template {AGENT_TEMPLATE} is missing: restore it from git") from None
+    cluster.agent.write_text(template.replace("@NAME@", cluster.name).replace("@CASES@", cases))
+    cluster.agent.chmod(0o755)
+
+
+def teardown(cluster: Cluster) -> list[str]:
+    """Kill every process in the cluster's namespaces, delete them, remove its files and state file.
+
+    Returns the namespaces deleted. Only what the state file records is touched.
+    """
+    present = existing_namespaces()
+    removed = []
+    for netns in reversed(cluster.namespaces):
+        if netns in present:
+            kill_namespace(netns)
+            _ip("netns", "del", netns)
+            removed.append(netns)
+    for name in cluster.files:
+        path = Path(name)
+        if path.is_dir():
+            for child in path.iterdir():
+                child.unlink()
+            path.rmdir()
+        else:
+            path.unlink(missing_ok=True)
+    state_path(cluster.name).unlink(missing_ok=True)
+    try:
+        cluster_dir().rmdir()  # only when no other cluster is left
+    except OSError:
+        pass
+    return removed
+
+
+def down(name: str) -> list[str]:
+    _require_root()
+    return teardown(load(name))
+
+
+# ---- processes -------------------------------------------------------------------
+
+
+def namespace_pids(netns: str) -> list[int]:
+    """Processes whose network namespace is ``netns`` (same inode as /run/netns/<netns>)."""
+    try:
+        target = os.stat(f"/run/netns/{netns}")
+    except OSError:
+        return []
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            st = os.stat(proc / "ns" / "net")
+        except OSError:
+            continue
+        if (st.st_ino, st.st_dev) == (target.st_ino, target.st_dev) and int(proc.name) != os.getpid():
+            pids.append(int(proc.name))
+    return sorted(pids)
+
+
+def kill_namespace(netns: str) -> int:
+    """SIGKILL every process in ``netns`` (stopped first, so none can fork a new one); return the count."""
+    killed: set[int] = set()
+    for _ in range(20):
+        pids = [pid for pid in namespace_pids(netns) if pid not in killed]
+        if not pids:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        killed.update(pids)
+        time.sleep(0.01)
+    return len(killed)
+
+
+def kill_node(name: str, node: int) -> int:
+    """SIGKILL every process of node ``node``; return how many were killed."""
+    _require_root()
+    cluster = load(name)
+    if not 0 <= node < cluster.nodes:
+        raise FtslideError(f"cluster {name!r} has no node {node}: nodes are 0..{cluster.nodes - 1}")
+    return kill_namespace(cluster.namespace(node))
+
+
+# ---- MPI -------------------------------------------------------------------------
+
+
+def mpirun_options(cluster: Cluster) -> list[str]:
+    """mpirun options that run a job across ``cluster``: hostfile, launch agent, cluster network only."""
+    subnet = str(SUBNET)
+    return ["--hostfile", str(cluster.hostfile),
+            "--prtemca", "plm_ssh_agent", str(cluster.agent),
+            "--prtemca", "plm_ssh_no_tree_spawn", "1",
+            "--prtemca", "oob_tcp_if_include", subnet,
+            "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", subnet]
+
+
+def launch_environment() -> dict[str, str]:
+    """Environment for a cluster run: fill each node's slots in turn (mpirun's own default maps by
+    core and would put every rank on node 0 of a small machine), oversubscribing when needed."""
+    return {"PRTE_MCA_rmaps_default_mapping_policy": "slot:oversubscribe"}
+
+
+def launch_argv(cluster: Cluster, mpirun: Sequence[str]) -> list[str]:
+    """``mpirun`` argv wrapped to run in node 0's namespace with node 0's host name."""
+    if not cluster.complete:
+        raise FtslideError(f"cluster {cluster.name!r} is incomplete (an 'up' was interrupted): "
+                           f"'ftslide cluster down --name {cluster.name}' and create it again")
+    if cluster.namespace(0) not in existing_namespaces():
+        raise FtslideError(f"network namespace {cluster.namespace(0)} of cluster {cluster.name!r} is gone: "
+                           f"'ftslide cluster down --name {cluster.name}' and create it again")
+    return [str(cluster.agent), str(address(0)), shlex.join(mpirun)]
