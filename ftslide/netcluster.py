@@ -1,12 +1,17 @@
 """An emulated multi-node cluster on one Linux machine: one network namespace per node.
 
-``up`` builds a *star*: a hub namespace ``<name>-hub`` holds a Linux bridge, and
-every node namespace ``<name>-nK`` is joined to it by a veth pair (``eth0`` in the
-node, ``nK`` in the hub). All node addresses lie in one subnet of 198.18.0.0/15
-(node K has 198.18.0.0 + K + 1), so the bridge is the whole routing: no address,
-route or forwarding outside the namespaces is touched, and no interface is created
-in the host's namespace. An optional rate limit puts a tbf qdisc on both ends of
-every link.
+Node K lives in namespace ``<name>-nK`` and has address 198.18.0.0 + K + 1 on its
+``eth0``. Two kinds of layout:
+
+* ``star``: a hub namespace ``<name>-hub`` holds a Linux bridge; every node's
+  ``eth0`` is a veth whose peer ``nK`` is a bridge port. One subnet, no routing.
+* ``ring`` and ``torus:AxB``: one veth pair per edge of the graph (``lJ`` in node I
+  is the link to node J), ``eth0`` is a node-local veth holding the node's address
+  (no prefix route), and every node forwards and has a static route to every other node
+  along a shortest path of the graph (NetworkX, deterministic).
+
+No address, route, sysctl or interface of the host's namespace is touched. An
+optional rate limit puts a tbf qdisc on both ends of every link.
 
 Every creation step is recorded in the state file
 ``cache_root()/cluster/<name>.json`` *before* it is done, so ``down`` removes what
@@ -30,17 +35,19 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .errors import FtslideError
 from .native import REPO
 from .ompi_build import cache_root
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
 MAX_NODES = 1000
 DEFAULT_NAME = "ftc"
-TOPOLOGIES = ("star",)
-NOT_YET = ("ring", "torus")
+TOPOLOGIES = ("star", "ring", "torus")
 AGENT_TEMPLATE = REPO / "jobmgr-adapters" / "netcluster" / "agent.sh.in"
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$")
@@ -54,7 +61,7 @@ class Cluster:
 
     name: str
     nodes: int
-    topology: str = "star"
+    topology: str = "star"  # star, ring or torus:AxB
     rate: str | None = None
     slots: int = 2
     namespaces: list[str] = field(default_factory=list)
@@ -101,14 +108,47 @@ def check_name(name: str) -> str:
     return name
 
 
-def parse_topology(spec: str) -> str:
-    kind = spec.split(":", 1)[0]
-    if kind in TOPOLOGIES and spec == kind:
-        return kind
-    if kind in NOT_YET:
-        raise FtslideError(f"topology {spec!r} is not implemented yet: use --topology star "
-                           "(ring and torus are planned, see docs/netcluster.md)")
-    raise FtslideError(f"unknown topology {spec!r}: use star")
+def parse_topology(spec: str) -> tuple[str, tuple[int, ...]]:
+    """``star``, ``ring`` or ``torus:AxB`` as (kind, dimensions); FtslideError otherwise."""
+    kind, _, dims = spec.partition(":")
+    if kind in ("star", "ring") and not dims:
+        return kind, ()
+    if kind == "torus":
+        match = re.fullmatch(r"([1-9]\d*)x([1-9]\d*)", dims)
+        if match:
+            return kind, (int(match[1]), int(match[2]))
+        raise FtslideError(f"topology {spec!r} is not valid: give the torus as torus:AxB, e.g. torus:2x3")
+    raise FtslideError(f"unknown topology {spec!r}: use star, ring or torus:AxB")
+
+
+def topology_graph(kind: str, dims: tuple[int, ...], nodes: int) -> "nx.Graph | None":
+    """The link graph over node numbers 0..nodes-1 (None for a star); torus node (x, y) is x + A*y."""
+    import networkx as nx
+
+    if kind == "star":
+        return None
+    if kind == "ring":
+        graph = nx.cycle_graph(nodes) if nodes >= 3 else nx.path_graph(nodes)
+    else:
+        a, b = dims
+        if a * b != nodes:
+            raise FtslideError(f"a torus:{a}x{b} has {a * b} nodes, not {nodes}: give --nodes {a * b}")
+        grid = nx.grid_2d_graph(a, b, periodic=True)
+        graph = nx.relabel_nodes(grid, {(x, y): x + a * y for x, y in grid.nodes})
+    graph.add_nodes_from(range(nodes))
+    graph.remove_edges_from(list(nx.selfloop_edges(graph)))
+    return graph
+
+
+def next_hops(graph: "nx.Graph", source: int) -> dict[int, int]:
+    """For every other node, the neighbour of ``source`` on a shortest path to it (lowest-numbered paths)."""
+    import networkx as nx
+
+    ordered = nx.Graph()
+    ordered.add_nodes_from(sorted(graph.nodes))
+    ordered.add_edges_from(sorted(tuple(sorted(e)) for e in graph.edges))
+    paths = nx.single_source_shortest_path(ordered, source)
+    return {target: path[1] for target, path in sorted(paths.items()) if target != source}
 
 
 def rate_bits(rate: str) -> float:
@@ -197,9 +237,10 @@ def clusters() -> list[Cluster]:
 def up(name: str, nodes: int, topology: str = "star", rate: str | None = None, slots: int = 2) -> Cluster:
     """Create the cluster; on any failure remove what was created and raise FtslideError."""
     check_name(name)
-    topology = parse_topology(topology)
+    kind, dims = parse_topology(topology)
     if not 1 <= nodes <= MAX_NODES:
         raise FtslideError(f"--nodes must be between 1 and {MAX_NODES}, not {nodes}")
+    graph = topology_graph(kind, dims, nodes)
     if slots < 1:
         raise FtslideError(f"--slots must be at least 1, not {slots}")
     tbf = tbf_arguments(rate) if rate else None
@@ -207,14 +248,21 @@ def up(name: str, nodes: int, topology: str = "star", rate: str | None = None, s
     if state_path(name).exists():
         raise FtslideError(f"cluster {name!r} already exists: 'ftslide cluster down --name {name}' first, "
                            "or pick another --name")
-    cluster = Cluster(name=name, nodes=nodes, topology=topology, rate=rate, slots=slots)
-    wanted = [cluster.hub, *(cluster.namespace(k) for k in range(nodes))]
+    cluster = Cluster(name=name, nodes=nodes, topology=topology if kind != "star" else "star", rate=rate,
+                      slots=slots)
+    wanted = [*([cluster.hub] if graph is None else []), *(cluster.namespace(k) for k in range(nodes))]
     taken = sorted(set(wanted) & existing_namespaces())
     if taken:
         raise FtslideError(f"network namespace {taken[0]} already exists: pick another --name, or remove it "
                            f"with 'ip netns del {taken[0]}' if it is left over")
     try:
-        _build(cluster, tbf)
+        if graph is None:
+            _build_star(cluster, tbf)
+        else:
+            _build_routed(cluster, graph, tbf)
+        _write_files(cluster)
+        cluster.complete = True
+        save(cluster)
     except BaseException as exc:
         try:
             teardown(cluster)
@@ -236,7 +284,7 @@ def _add_namespace(cluster: Cluster, netns: str) -> None:
     _ip("link", "set", "lo", "up", netns=netns)
 
 
-def _build(cluster: Cluster, tbf: list[str] | None) -> None:
+def _build_star(cluster: Cluster, tbf: list[str] | None) -> None:
     save(cluster)
     _add_namespace(cluster, cluster.hub)
     _ip("link", "add", "br0", "type", "bridge", netns=cluster.hub)
@@ -255,9 +303,46 @@ def _build(cluster: Cluster, tbf: list[str] | None) -> None:
         if tbf:
             _cmd(["ip", "netns", "exec", netns, "tc", "qdisc", "add", "dev", "eth0", "root", *tbf])
             _cmd(["ip", "netns", "exec", cluster.hub, "tc", "qdisc", "add", "dev", port, "root", *tbf])
-    _write_files(cluster)
-    cluster.complete = True
+
+
+def _build_routed(cluster: Cluster, graph: "nx.Graph", tbf: list[str] | None) -> None:
+    """Point-to-point veths along the graph's edges, /32 node addresses, shortest-path static routes."""
     save(cluster)
+    for k in range(cluster.nodes):
+        netns = cluster.namespace(k)
+        _add_namespace(cluster, netns)
+        # Forwarding and loose reverse-path checks inside this namespace only.
+        _cmd(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1",
+              "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
+        # The node's address sits on eth0, one end of a veth pair local to the node (a stand-in for a
+        # dummy interface, whose kernel module containers often lack), so that it is up with a carrier.
+        # eth0 is made second so that it gets the first index after lo: with the address on a later
+        # interface PRRTE warns that no interface matches oob_tcp_if_include (though it finds it).
+        _ip("link", "add", "eth0p", "type", "veth", "peer", "name", "eth0", netns=netns)
+        # The /15 mask without its prefix route: the /32 routes below decide every path, and an
+        # address that is no node's is unreachable instead of bouncing between eth0 and eth0p.
+        _ip("addr", "add", f"{address(k)}/{SUBNET.prefixlen}", "dev", "eth0", "noprefixroute", netns=netns)
+        _ip("link", "set", "eth0p", "up", netns=netns)
+        _ip("link", "set", "eth0", "up", netns=netns)
+    for i, j in sorted(tuple(sorted(e)) for e in graph.edges):
+        _ip("link", "add", f"l{j}", "type", "veth", "peer", "name", f"l{i}", "netns", cluster.namespace(j),
+            netns=cluster.namespace(i))
+        for here, there in ((i, j), (j, i)):
+            _ip("link", "set", f"l{there}", "up", netns=cluster.namespace(here))
+            if tbf:
+                _cmd(["ip", "netns", "exec", cluster.namespace(here), "tc", "qdisc", "add", "dev", f"l{there}",
+                      "root", *tbf])
+    for k in range(cluster.nodes):
+        hops = next_hops(graph, k)
+        # Neighbours first: the route to a neighbour is what makes it usable as a gateway.
+        lines = [f"route add {address(t)}/32 dev l{t} src {address(k)}" for t, h in hops.items() if t == h]
+        lines += [f"route add {address(t)}/32 via {address(h)} dev l{h} src {address(k)}"
+                  for t, h in hops.items() if t != h]
+        if lines:
+            result = subprocess.run(["ip", "-n", cluster.namespace(k), "-batch", "-"], input="\n".join(lines) + "\n",
+                                    capture_output=True, text=True, timeout=60)
+            if result.returncode != 0:
+                raise FtslideError(f"routes of node {k} could not be added: {result.stderr.strip()[:200]}")
 
 
 def _write_files(cluster: Cluster) -> None:

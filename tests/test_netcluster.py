@@ -144,12 +144,48 @@ def test_rate_limit_installs_tbf_on_both_ends(cluster):
     assert nbytes == 1_000_000 and seconds > 0.3, seconds
 
 
+def test_ring_routes_through_the_neighbours(cluster):
+    """ring of 4: node 0 has links to 1 and 3 only, reaches 2 through 1, with tbf on both link ends."""
+    up(cluster, "--nodes", "4", "--topology", "ring", "--rate", "200mbit")
+    links = subprocess.run(["ip", "-n", f"{cluster}-n0", "-o", "link", "show"], capture_output=True, text=True,
+                           check=True).stdout
+    assert sorted(re.findall(r"^\d+: (l\d+)@", links, re.M)) == ["l1", "l3"], links
+    route = subprocess.run(["ip", "-n", f"{cluster}-n0", "route", "get", "198.18.0.3"], capture_output=True,
+                           text=True, check=True).stdout
+    assert "via 198.18.0.2 dev l1 src 198.18.0.1" in route, route
+    for node, dev in ((0, "l1"), (1, "l0"), (2, "l3"), (3, "l0")):
+        shown = subprocess.run(["ip", "netns", "exec", f"{cluster}-n{node}", "tc", "qdisc", "show", "dev", dev],
+                               capture_output=True, text=True, check=True).stdout
+        assert "rate 200Mbit" in shown, (node, dev, shown)
+    peer, nbytes, _ = transfer(cluster, server=2, client=0, size=100_000)
+    assert (peer, nbytes) == ("198.18.0.1", 100_000)
+
+
+@pytest.mark.mpi
+def test_mpi_job_on_a_torus(cluster, mpi_program):
+    """torus:2x2 with one slot per node: the revoke program's 4 ranks run in 4 namespaces, routed."""
+    up(cluster, "--nodes", "4", "--topology", "torus:2x2", "--slots", "1")
+    route = subprocess.run(["ip", "-n", f"{cluster}-n0", "route", "get", "198.18.0.4"], capture_output=True,
+                           text=True, check=True).stdout
+    assert "via 198.18.0.2 dev l1" in route, route  # (0,0) -> (1,1) through (1,0)
+    revoke = mpi_program("conformance/revoke.c")
+    where = 'echo "where rank=$OMPI_COMM_WORLD_RANK ino=$(stat -L -c %i /proc/self/ns/net)"'
+    result = ftslide("run", "--cluster", cluster, "-np", "4", "sh", "-c", f'{where}; exec "$0"', str(revoke),
+                     timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("is_revoked=1") == 4 and result.stdout.count("finished=1") == 4, result.stdout
+    assert "WARNING" not in result.stderr, result.stderr
+    seen = {int(m[1]): int(m[2]) for m in re.finditer(r"where rank=(\d) ino=(\d+)", result.stdout)}
+    assert seen == {k: os.stat(f"/run/netns/{cluster}-n{k}").st_ino for k in range(4)}, result.stdout
+
+
 def test_failed_up_rolls_back(cluster, monkeypatch):
     """A failure after the namespaces and links exist (no launch agent template) removes all of them."""
     monkeypatch.setattr(netcluster, "AGENT_TEMPLATE", Path("/nonexistent/agent.sh.in"))
-    with pytest.raises(FtslideError, match="rolled back.*agent template"):
-        netcluster.up(cluster, 3)
-    assert not our_namespaces(cluster) and not netcluster.state_path(cluster).exists()
+    for topology in ("star", "ring", "torus:2x2"):
+        with pytest.raises(FtslideError, match="rolled back.*agent template"):
+            netcluster.up(cluster, 4, topology)
+        assert not our_namespaces(cluster) and not netcluster.state_path(cluster).exists()
 
 
 def test_name_collision_is_refused_and_leaves_the_other_namespace(cluster):
@@ -172,6 +208,7 @@ def test_down_after_a_crashed_up(cluster):
     assert not our_namespaces(cluster) and not netcluster.state_path(cluster).exists()
 
 
+@pytest.mark.mpi
 def test_mpi_job_across_two_nodes(cluster, mpi_program):
     """2 nodes x 2 ranks of the revoke conformance program over TCP; ranks 0,1 in n0 and 2,3 in n1."""
     up(cluster, "--nodes", "2", "--slots", "2")
@@ -208,6 +245,7 @@ def test_kill_node_kills_exactly_that_node(cluster):
             proc.wait()
 
 
+@pytest.mark.mpi
 def test_kill_node_during_an_mpi_job(cluster):
     """Killing node 1 under a running job: its daemon and ranks die at once, mpirun notices and ends."""
     up(cluster, "--nodes", "2")
@@ -237,8 +275,9 @@ def test_kill_node_during_an_mpi_job(cluster):
 
 def test_bad_inputs_are_one_line_errors(cluster):
     for args, phrase in [(["--nodes", "0"], "between 1 and"), (["--nodes", "-2"], "between 1 and"),
-                         (["--nodes", "2", "--topology", "ring"], "not implemented yet"),
-                         (["--nodes", "2", "--topology", "torus:2x2"], "not implemented yet"),
+                         (["--nodes", "3", "--topology", "torus:2x2"], "has 4 nodes, not 3"),
+                         (["--nodes", "4", "--topology", "torus:2x"], "not valid"),
+                         (["--nodes", "4", "--topology", "torus:0x4"], "not valid"),
                          (["--nodes", "2", "--topology", "mesh"], "unknown topology"),
                          (["--nodes", "2", "--rate", "fast"], "not valid"),
                          (["--nodes", "2", "--slots", "0"], "--slots")]:

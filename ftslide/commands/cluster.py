@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "bridge, node K at 198.18.0.0+K+1, a hostfile and a launch agent for mpirun")
     _name(up)
     up.add_argument("--nodes", type=int, required=True, metavar="N", help="number of nodes (1..1000)")
-    up.add_argument("--topology", default="star", metavar="star",
-                    help="link layout: star (the default; ring and torus:AxB are not implemented yet)")
+    up.add_argument("--topology", default="star", metavar="SPEC",
+                    help="link layout: star (one bridge, the default), ring, or torus:AxB (A*B nodes, node x+A*y; routed along shortest paths)")
     up.add_argument("--rate", metavar="RATE", help="rate limit of every link in each direction, a tc rate "
                     "such as 1gbit or 100mbit (tbf); default none")
     up.add_argument("--slots", type=int, default=2, metavar="S", help="slots per node in the hostfile (default 2)")
