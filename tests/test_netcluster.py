@@ -20,6 +20,7 @@ import pytest
 
 from ftslide import netcluster
 from ftslide.errors import FtslideError
+from ftslide.mpi import kill_processes
 from test_build import assert_one_line_error, ftslide
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
@@ -268,7 +269,6 @@ def test_kill_node_during_an_mpi_job(cluster):
         _, err = job.communicate(timeout=30)
         assert "lost communication with a remote daemon" in err, err
     finally:
-        from ftslide.mpi import kill_processes
         kill_processes(job.pid, f"{name}={value}")
         job.wait()
 

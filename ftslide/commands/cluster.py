@@ -21,8 +21,8 @@ def _name(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
     up = sub.add_parser("up", help="create N nodes (namespaces <name>-n0..), links, hostfile, launch agent",
-                        description="create an emulated cluster: a star of N network namespaces around a "
-                        "bridge, node K at 198.18.0.0+K+1, a hostfile and a launch agent for mpirun")
+                        description="create an emulated cluster: N network namespaces joined as a star (bridge), "
+                        "ring or torus, node K at 198.18.0.0+K+1, a hostfile and a launch agent for mpirun")
     _name(up)
     up.add_argument("--nodes", type=int, required=True, metavar="N", help="number of nodes (1..1000)")
     up.add_argument("--topology", default="star", metavar="SPEC",
