@@ -14,7 +14,7 @@ pytestmark = pytest.mark.mpi
 def test_help_lists_the_commands():
     result = ftslide("--help")
     assert result.returncode == 0
-    for command in ("doctor", "build-mpi", "env", "run", "demo", "map", "simulate", "protocols"):
+    for command in ("doctor", "build-mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster"):
         assert command in result.stdout
 
 
