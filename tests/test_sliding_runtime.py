@@ -119,3 +119,29 @@ def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
     result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
     assert result.returncode == 2, result.stderr
     assert "one process per node of the grid, spares included" in result.stderr
+
+
+@pytest.mark.parametrize("seed", [3, 17])
+def test_random_kill_schedules(mpi_prefix, jacobi, reference, seed):
+    """Six seeded random schedules per seed: 1-3 nodes die at random iterations, spares while waiting,
+    sometimes a node inside a recovery. Every run either matches the failure-free checksum or stops
+    with the uniform out-of-spares error (e.g. slide1d with two failures on one line); none hangs."""
+    import random
+
+    rng = random.Random(seed)
+    for attempt in range(6):
+        method = rng.choice(["hybrid", "slide1d", "simple"])
+        kills: list[tuple[int, str]] = []
+        for node in rng.sample(range(12), rng.randint(1, 3)):
+            if node >= 8:
+                kills.append((node, "waiting"))
+            elif kills and rng.random() < 0.25:
+                kills.append((node, rng.choice(["recovery_start", "recovery_state"])))
+            else:
+                kills.append((node, f"iter={rng.randint(0, 38)}"))
+        run = run_with(mpi_prefix, jacobi, method, kills)
+        what = f"seed {seed} run {attempt}: {method} {kills}"
+        if run.returncode == 0:
+            assert run.checksum == reference, f"{what}\n{run.stdout}"
+        else:
+            assert run.errors and all("out of spares" in e for e in run.errors), f"{what}\n{run.stderr[-3000:]}"
