@@ -40,15 +40,18 @@ def mpirun_argv(prefix: Path, args: Sequence[str]) -> list[str]:
 
 def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = None,
                     flags: Sequence[str] = ("-O2",), out_dir: Path | None = None,
-                    include_dirs: Sequence[Path] = ()) -> Path:
-    """Compile C ``sources`` with the build's ``mpicc``; reuse the binary while nothing changed.
+                    include_dirs: Sequence[Path] = (), link: Sequence[str] = (),
+                    output: Path | None = None) -> Path:
+    """Compile C ``sources`` with the build's ``mpicc``; reuse the result while nothing changed.
 
-    Headers are searched in ``include_dirs`` and INCLUDE_DIRS. The binary is named
-    after a hash of the sources, the flags, those headers and the prefix, under
+    Headers are searched in ``include_dirs`` and INCLUDE_DIRS; ``link`` goes after
+    the sources (libraries). The result is ``output`` if given (rebuilt when its
+    recorded hash differs), else a binary named after a hash of the sources, the
+    flags, those headers, the prefix and its recorded build inputs, under
     ``out_dir`` (default: the cache).
     """
     include_dirs = (*include_dirs, *INCLUDE_DIRS)
-    digest = hashlib.sha256(str(prefix).encode() + "\0".join(flags).encode())
+    digest = hashlib.sha256(str(prefix).encode() + "\0".join((*flags, *link)).encode())
     try:  # the build's inputs: an overlay may change the MPI headers, not the prefix path
         digest.update((prefix / MARKER).read_bytes())
     except OSError:
@@ -58,20 +61,26 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
             digest.update(path.read_bytes())
         except OSError:
             raise FtslideError(f"source {path} cannot be read") from None
-    out_dir = out_dir or cache_root() / "programs"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    binary = out_dir / f"{name or Path(sources[0]).stem}-{digest.hexdigest()[:12]}"
-    if binary.exists():
+    if output is None:
+        out_dir = out_dir or cache_root() / "programs"
+        binary = out_dir / f"{name or Path(sources[0]).stem}-{digest.hexdigest()[:12]}"
+    else:
+        binary = output
+    stamp = binary.with_name(f"{binary.name}.sha256")
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    if binary.exists() and (output is None or (stamp.exists() and stamp.read_text() == digest.hexdigest())):
         return binary
     partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
     cmd = [str(prefix / "bin" / "mpicc"), *flags, *(f"-I{d}" for d in include_dirs),
-           "-o", str(partial), *map(str, sources)]
+           "-o", str(partial), *map(str, sources), *link]
     result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
         first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr.strip())
         raise FtslideError(f"compiling {' '.join(map(str, sources))} failed: {first[:300]}")
     os.replace(partial, binary)
+    if output is not None:
+        stamp.write_text(digest.hexdigest())
     return binary
 
 

@@ -15,12 +15,13 @@ from typing import Sequence
 from . import mpi
 from .errors import FtslideError
 from .native import REPO
+from .ompi_build import cache_root
 from .sliding_core import make_layout
 
 SLIDING = REPO / "sliding"
-SOURCES = (SLIDING / "examples" / "jacobi3d.c", SLIDING / "runtime" / "src" / "sliding.c",
-           *sorted((SLIDING / "core" / "src").glob("*.c")))
-INCLUDE_DIRS = (SLIDING / "runtime" / "include", SLIDING / "core" / "include", SLIDING / "core" / "src")
+LIBRARY_SOURCES = (SLIDING / "runtime" / "src" / "sliding.c", *sorted((SLIDING / "core" / "src").glob("*.c")))
+LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
+HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
 RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid")
 # Places where a node can be killed: "iter=I" (start of iteration I, workers),
@@ -56,9 +57,29 @@ class StencilRun:
     killed: dict[int, str] = field(default_factory=dict)
 
 
+def build_library(prefix: Path) -> Path:
+    """libsliding.so (the runtime and the substitution core) built with this build's mpicc.
+
+    It lives in ``<cache>/sliding/<prefix name>/`` and is rebuilt when a source,
+    a flag or the Open MPI build changes. Applications compile with
+    ``-I sliding/runtime/include`` and link with :func:`link_flags` (``ftslide env``
+    prints both).
+    """
+    return mpi.compile_program(prefix, LIBRARY_SOURCES, flags=(*FLAGS, "-fPIC", "-shared",
+                               "-Wl,-soname,libsliding.so"), include_dirs=(HEADER_DIR, *LIBRARY_INCLUDE_DIRS),
+                               output=cache_root() / "sliding" / prefix.name / "libsliding.so")
+
+
+def link_flags(library: Path) -> list[str]:
+    """Linker arguments for libsliding.so at ``library``."""
+    return [f"-L{library.parent}", "-lsliding", f"-Wl,-rpath,{library.parent}"]
+
+
 def build(prefix: Path) -> Path:
-    """The jacobi3d binary for this build (compiled once per source change)."""
-    return mpi.compile_program(prefix, SOURCES, name="jacobi3d", flags=FLAGS, include_dirs=INCLUDE_DIRS)
+    """The jacobi3d binary for this build, linked with libsliding (compiled once per source change)."""
+    library = build_library(prefix)
+    return mpi.compile_program(prefix, [SLIDING / "examples" / "jacobi3d.c"], name="jacobi3d", flags=FLAGS,
+                               include_dirs=(HEADER_DIR,), link=link_flags(library))
 
 
 def parse_kill(text: str) -> tuple[int, str]:

@@ -93,3 +93,14 @@ def test_survive_example(mpi_prefix):
     run = run_program(mpi_prefix, binary, 4, args=["20"], kill={2: "iter=5", 1: "iter=12"})
     # iterations 0-4: ranks 0-3 (sum 10); 5-11: 0,1,3 (7); 12-19: 0,3 (5); each weighted by iteration + 1
     assert "2 recoveries, 2 survivors, checksum 1251, all sums correct" in run.stdout, run.describe()
+
+
+def test_env_links_libsliding(tmp_path):
+    """With the lines of ftslide env, a program compiles against sliding.h and links libsliding.so."""
+    program = tmp_path / "uses_sliding.c"
+    program.write_text('#include "sliding.h"\nint main(void) { return sliding_strerror(SLIDING_OK)[0] != 115; }\n')
+    lines = ftslide("env").stdout
+    built = subprocess.run(["bash", "-c", f'{lines}\nmpicc $SLIDING_CFLAGS -o {tmp_path}/a.out {program} $SLIDING_LIBS '
+                            f'&& ldd {tmp_path}/a.out && {tmp_path}/a.out'], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "libsliding.so =>" in built.stdout

@@ -6,9 +6,11 @@ import argparse
 import shlex
 
 from ..ompi_build import require_prefix
+from ..stencil import HEADER_DIR, build_library, link_flags
 
 NAME = "env"
-HELP = "print the shell lines that put the build's mpicc/mpirun on PATH (use: eval \"$(ftslide env)\")"
+HELP = ("print the shell lines that put the build's mpicc/mpirun on PATH and set SLIDING_CFLAGS/SLIDING_LIBS "
+        "for linking libsliding (use: eval \"$(ftslide env)\")")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,4 +24,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"export FTSLIDE_MPI_PREFIX={quoted}")
     print(f"export PATH={quoted}/bin:\"$PATH\"")
     print(f"export MANPATH={quoted}/share/man:\"${{MANPATH:-}}\"")
+    library = build_library(prefix)
+    print(f"export SLIDING_CFLAGS={shlex.quote(f'-I{HEADER_DIR}')}")
+    print(f"export SLIDING_LIBS={shlex.quote(' '.join(link_flags(library)))}")
     return 0
