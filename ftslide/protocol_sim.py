@@ -34,13 +34,16 @@ from .topology import Topology, TopologyError, parse_topology
 
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
+TREES = ("binomial", "binary")
 MAX_P = 1 << 16
-# Memory the driver needs, measured on the auto-sized torus (docs/protocols.md):
-# every ERA core keeps O(P) arrays per process (P^2 overall); so does the BMG
-# core (three P-entry arrays: at P = 65,536 they are touched and the run was
-# killed by the OOM killer at 24 GB); SimGrid needs ~25-60 KB per actor.
-_BYTES_PER_P2 = {"era": 50.0, "era-early": 50.0, "bmg": 12.0, "bmg-lean": 12.0, "allreduce": 0.0}
-_BYTES_PER_PROC = {"era": 60e3, "era-early": 60e3, "bmg": 125e3, "bmg-lean": 125e3, "allreduce": 30e3}
+# Memory the driver needs, measured on the auto-sized torus (docs/protocols.md,
+# "Scale"): the cores keep O(failures + log P) words per process (sorted rank
+# arrays, no P-entry array), so the driver's footprint is SimGrid's: ~27 KB
+# per actor (16 KB stacks, mailboxes, the platform), 1.74 GB for an agreement
+# at P = 65,536. Each failure adds a few words per process and, in the driver,
+# one waker actor per live process (counted per failure below).
+_BYTES_PER_PROC = {"era": 30e3, "era-early": 30e3, "bmg": 30e3, "bmg-lean": 30e3, "allreduce": 30e3}
+_BYTES_PER_PROC_FAILURE = 1.5e3
 
 
 class DriverError(FtslideError):
@@ -153,9 +156,9 @@ def driver_path() -> Path:
                            "and run 'cmake --build build'") from None
 
 
-def memory_estimate(proto: str, p: int) -> float:
-    """Bytes the driver needs for P processes (measured constants, see docs/protocols.md)."""
-    return _BYTES_PER_P2[proto] * p * p + _BYTES_PER_PROC[proto] * p
+def memory_estimate(proto: str, p: int, failures: int = 0) -> float:
+    """Bytes the driver needs for P processes and F failures (measured constants, see docs/protocols.md)."""
+    return (_BYTES_PER_PROC[proto] + _BYTES_PER_PROC_FAILURE * failures) * p
 
 
 def available_memory() -> float:
@@ -168,33 +171,35 @@ def available_memory() -> float:
     return 8e9
 
 
-def largest_p(proto: str, budget: float) -> int:
+def largest_p(proto: str, budget: float, failures: int = 0) -> int:
     """Largest power of two P whose estimate fits in ``budget`` bytes."""
     p = 2
-    while p * 2 <= MAX_P and memory_estimate(proto, p * 2) <= budget:
+    while p * 2 <= MAX_P and memory_estimate(proto, p * 2, failures) <= budget:
         p *= 2
     return p
 
 
-def check_memory(proto: str, p: int, fraction: float = 0.4) -> None:
+def check_memory(proto: str, p: int, fraction: float = 0.4, failures: int = 0) -> None:
     budget = available_memory() * fraction
-    need = memory_estimate(proto, p)
+    need = memory_estimate(proto, p, failures)
     if need > budget:
-        raise FtslideError(f"{proto} at P = {p} needs about {need / 1e9:.0f} GB (each core keeps O(P) state "
-                           f"per process) but {budget / 1e9:.0f} GB are free: the largest P that fits here "
-                           f"is {largest_p(proto, budget)}")
+        raise FtslideError(f"{proto} at P = {p} with {failures} failures needs about {need / 1e9:.1f} GB "
+                           f"(about {need / p / 1e3:.0f} KB per simulated process) but {budget / 1e9:.1f} GB "
+                           f"are free: the largest P that fits here is {largest_p(proto, budget, failures)}")
 
 
 def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, float]] = (),
                adversary: int = 0, detect: float = 1e-6, dump: bool = False,
-               timeout: float = 600.0, extra: Sequence[str] = ()) -> dict:
+               timeout: float = 600.0, extra: Sequence[str] = (), tree: str = "binomial") -> dict:
     """Run one simulation; return the summary (plus ``decisions`` with ``dump``).
 
     Raises DriverError if the driver fails or its own checks fail (exit 1:
     some live process undecided or two live processes decided differently).
     """
+    if tree not in TREES:
+        raise FtslideError(f"unknown tree '{tree}': use one of {', '.join(TREES)}")
     cmd = [str(driver_path()), str(platform), "--proto", proto, "--p", str(p),
-           "--detect", repr(detect), *extra]
+           "--detect", repr(detect), "--tree", tree, *extra]
     for rank, t in crashes:
         cmd += ["--crash", f"{rank}@{t!r}"]
     if adversary:
@@ -252,6 +257,7 @@ class SweepResult:
     topology: str
     when: str
     detect: float
+    tree: str = "binomial"
     points: list[Point] = field(default_factory=list)
     allreduce: dict[int, float] = field(default_factory=dict)  # P -> latency
     fits: dict[int, Fit] = field(default_factory=dict)
@@ -291,19 +297,21 @@ def fit_sum_log(p: int, fs: Sequence[int], latency: Sequence[float]) -> Fit:
 
 def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workdir: Path,
           when: str = "during", detect: float = 1e-6, seed: int = 1, timeout: float = 600.0,
-          progress: Callable[[str], None] | None = None) -> SweepResult:
+          progress: Callable[[str], None] | None = None, tree: str = "binomial") -> SweepResult:
     """Run proto for every P and F (plus the allreduce per P); fit the agreement's cost."""
     if proto not in PROTOS:
         raise FtslideError(f"unknown protocol '{proto}': use one of {', '.join(PROTOS)}")
     if when not in ("during", "before"):
         raise FtslideError(f"unknown failure timing '{when}': use during or before")
+    if tree not in TREES:
+        raise FtslideError(f"unknown tree '{tree}': use one of {', '.join(TREES)}")
     for p in ps:
         if max(fs) >= p:
             raise FtslideError(f"{max(fs)} failures among P = {p} processes: at least one must survive")
         topology_for(topology, p)  # validate every P before running anything
-        check_memory(proto, p)
+        check_memory(proto, p, failures=max(fs))
     workdir.mkdir(parents=True, exist_ok=True)
-    res = SweepResult(proto, topology, when, detect)
+    res = SweepResult(proto, topology, when, detect, tree)
     for p in ps:
         topo = topology_for(topology, p)
         plat = write_platform(topo, workdir / f"platform-{p}.xml")
@@ -315,7 +323,7 @@ def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workd
             if progress:
                 progress(f"P = {p} on {topo}: {proto}, F = {f}")
             crashes, adv = crash_schedule(proto, p, f, when, baseline, seed)
-            out = run_driver(plat, proto, p, crashes, adv, detect, timeout=timeout)
+            out = run_driver(plat, proto, p, crashes, adv, detect, timeout=timeout, tree=tree)
             if f == 0:
                 baseline = out["latency"]
             if f in fs:
@@ -332,7 +340,7 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
     import csv
 
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"protocols-{res.proto}-{res.when}"
+    stem = f"protocols-{res.proto}-{res.when}" + ("" if res.tree == "binomial" else f"-{res.tree}")
     csv_path = out / f"{stem}.csv"
     with csv_path.open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -344,6 +352,7 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
     json_path = out / f"{stem}.json"
     json_path.write_text(json.dumps({
         "proto": res.proto, "topology": res.topology, "when": res.when, "detect_s": res.detect,
+        "tree": res.tree,
         "points": [pt.__dict__ for pt in res.points],
         "allreduce_latency_s": {str(k): v for k, v in res.allreduce.items()},
         "fits": {str(k): v.__dict__ for k, v in res.fits.items()},
@@ -372,7 +381,8 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
                 ax.plot(fs, [pt.messages for pt in pts], "o-", color=color, label=f"P={p}")
         ax.set_xlabel("failures F")
         ax.set_ylabel("latency (µs)" if what == "latency" else "messages")
-        ax.set_title(f"{res.proto}, failures {res.when} the operation", fontsize=10)
+        tree = f", {res.tree} tree" if res.proto in AGREEMENTS else ""
+        ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when} the operation", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()

@@ -77,11 +77,27 @@ def test_failure_free_everyone_decides_the_same(platform: Path, proto: str) -> N
 
 @needs_simgrid
 @pytest.mark.parametrize("proto", ps.AGREEMENTS)
-def test_agreement_with_failures_before_and_during(platform: Path, proto: str) -> None:
+def test_failure_free_messages_are_small_and_the_binary_tree_agrees(platform: Path, proto: str) -> None:
+    # Sparse messages: without failures an UP is 56 bytes, a DOWN 44, an ACK 32,
+    # whatever P (the old format carried three P-bit bitmaps).
+    out = ps.run_driver(platform, proto, P, timeout=TIMEOUT)
+    per_edge = 56 + 44 + (44 + 32 if proto == "era" else 0)
+    assert out["bytes"] == per_edge * (P - 1)
+    assert out["tree"] == "binomial"
+    binary = ps.run_driver(platform, proto, P, dump=True, timeout=TIMEOUT, tree="binary")
+    _check_uniform(binary, proto)
+    assert binary["tree"] == "binary" and binary["flag"] == 0 and binary["failed"] == []
+    assert binary["messages"] == out["messages"]
+
+
+@needs_simgrid
+@pytest.mark.parametrize("tree", ps.TREES)
+@pytest.mark.parametrize("proto", ps.AGREEMENTS)
+def test_agreement_with_failures_before_and_during(platform: Path, proto: str, tree: str) -> None:
     before = [(5, 0.0), (40, 0.0), (63, 0.0)]
     during = [(17, 2e-6), (33, 4.5e-6)]
     out = ps.run_driver(platform, proto, P, before + during, adversary=2, detect=1e-6, dump=True,
-                        timeout=TIMEOUT)
+                        timeout=TIMEOUT, tree=tree)
     _check_uniform(out, proto)
     failed = set(out["failed"])
     crashed = set(out["crashed"])
@@ -163,3 +179,12 @@ def test_bad_input_is_one_line(args: list[str], needle: str) -> None:
 def test_memory_guard_names_the_largest_p() -> None:
     with pytest.raises(FtslideError, match="largest P that fits"):
         ps.check_memory("era", 65536, fraction=1e-3)
+    # O(1) per simulated process (no P^2 term): 65,536 fits in a few GB.
+    assert ps.memory_estimate("era", 65536) < 3e9
+    assert ps.memory_estimate("era", 65536, failures=16) < 2 * ps.memory_estimate("era", 65536)
+
+
+def test_bad_tree_is_one_line() -> None:
+    proc = ftslide("protocols", "simulate", "--p", "64", "--tree", "ternary")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "--tree" in proc.stderr

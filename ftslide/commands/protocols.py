@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--max-crashes", type=int, metavar="F")
     check.add_argument("--delay-bound", type=int, metavar="B")
     check.add_argument("--master-seed", type=int, metavar="M")
+    check.add_argument("--tree", choices=ps.TREES,
+                       help="agreement tree shape for era/era-early (default binomial)")
 
     sim = sub.add_parser("simulate", help="simulate the cores on a torus or fat-tree with SimGrid",
                          description="Run the cores unchanged in SimGrid (one actor per process); "
@@ -38,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--topology", default="torus",
                      help="torus | fattree (sized for each P) or a spec: torus:16x16x16, fattree:2;16,16;1,16;1,1")
     sim.add_argument("--proto", default="era", choices=ps.PROTOS, help="protocol (default era)")
+    sim.add_argument("--tree", default="binomial", choices=ps.TREES,
+                     help="agreement tree over the live positions: binomial (default) or binary heap")
     sim.add_argument("--when", default="during", choices=("during", "before"),
                      help="failures discovered during the operation (default) or dead before it")
     sim.add_argument("--detect", default="1us", help="failure detection delay (default 1us)")
@@ -68,7 +72,7 @@ def _check(args: argparse.Namespace) -> int:
             raise FtslideError("--schedules must be at least 1")
         opts += ["--schedules", str(args.schedules)]
     for flag, value in (("--max-crashes", args.max_crashes), ("--delay-bound", args.delay_bound),
-                        ("--master-seed", args.master_seed)):
+                        ("--master-seed", args.master_seed), ("--tree", args.tree)):
         if value is not None:
             opts += [flag, str(value)]
     status = 0
@@ -97,13 +101,14 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
         res = ps.sweep(args.proto, p_list, fs, args.topology, work, when=args.when, detect=detect,
-                       seed=args.seed, timeout=args.timeout, progress=progress)
+                       seed=args.seed, timeout=args.timeout, progress=progress, tree=args.tree)
     rows = []
     for pt in res.points:
         base = next(q for q in res.points if q.p == pt.p and q.f == min(fs))
         rows.append([pt.p, pt.f, f"{pt.latency * 1e6:.2f}", f"{pt.latency / base.latency:.2f}x",
                      pt.messages, pt.bytes, pt.failed, f"{pt.wall:.2f}"])
-    print(f"{args.proto} on {args.topology}, failures {args.when} the operation, detection delay "
+    tree = f" ({args.tree} tree)" if args.proto in ps.AGREEMENTS else ""
+    print(f"{args.proto}{tree} on {args.topology}, failures {args.when} the operation, detection delay "
           f"{detect * 1e6:g} us")
     print_table(["P", "F", "latency_us", "vs_F0", "messages", "bytes", "agreed_failed", "wall_s"], rows)
     print()

@@ -14,13 +14,15 @@
 // flight and every crash has been reported. One JSON line summarises it.
 //
 // Usage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce
-//        --p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--dump]
+//        --p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R]
+//        [--tree binomial|binary] [--dump]
 //        [--cfg=...]
 //
 // --adversary F (agreement only): the current root (the lowest live rank) is
 // killed the moment it decides, F times, so that every such failure is
 // discovered during the operation.
 #include <simgrid/s4u.hpp>
+#include <sys/resource.h>
 #include <xbt/log.h>
 
 #include <algorithm>
@@ -65,7 +67,7 @@ struct Decision {
     double time = 0;
     uint64_t flag = 0;
     int err = 0;
-    std::vector<uint64_t> failed;
+    std::vector<uint32_t> failed; // ascending ranks
 };
 
 struct Global {
@@ -73,6 +75,7 @@ struct Global {
     uint32_t P = 0;
     double detect = 1e-6;
     uint32_t root = 0; // broadcaster (bmg)
+    era_tree_t tree = ERA_TREE_BINOMIAL;
     bool dump = false;
     std::vector<Crash> crashes;      // sorted by time
     std::vector<double> crash_at;    // per rank, +inf if never
@@ -168,7 +171,7 @@ uint32_t lowest_alive()
     return G.P;
 }
 
-void record_decision(uint32_t rank, uint64_t flag, int err, const uint64_t *failed, size_t words)
+void record_decision(uint32_t rank, uint64_t flag, int err, const uint32_t *failed, size_t nfailed)
 {
     Decision &d = G.dec[rank];
     if (d.done) return;
@@ -176,7 +179,7 @@ void record_decision(uint32_t rank, uint64_t flag, int err, const uint64_t *fail
     d.time = now();
     d.flag = flag;
     d.err = err;
-    if (failed) d.failed.assign(failed, failed + words);
+    if (failed) d.failed.assign(failed, failed + nfailed);
     G.sent_at_last_decision = G.sent;
     // The adversary kills the current root the moment it decides, so that
     // the failure is discovered during the operation.
@@ -199,8 +202,7 @@ extern "C" void cb_deliver(void *ctx, uint32_t origin, uint64_t epoch)
 
 extern "C" void cb_decide(void *ctx, const era_result_t *res)
 {
-    record_decision(static_cast<Ctx *>(ctx)->rank, res->flag, res->proc_failed, res->failed,
-                    era_bitmap_words(G.P));
+    record_decision(static_cast<Ctx *>(ctx)->rank, res->flag, res->proc_failed, res->failed, res->nfailed);
 }
 
 // The protocol state of one process, behind a small common interface.
@@ -242,7 +244,7 @@ struct EraCore : Core {
     EraCore(uint32_t r, bool early, Ctx *ctx) : me(r)
     {
         era_callbacks_t cb{cb_send, cb_decide};
-        e = era_create(G.P, r, early ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, nullptr, &cb, ctx);
+        e = era_create(G.P, r, early ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, G.tree, nullptr, 0, &cb, ctx);
         if (!e) {
             std::fprintf(stderr, "ftproto_sim: era_create failed (out of memory?)\n");
             std::exit(3);
@@ -254,7 +256,7 @@ struct EraCore : Core {
         // Every process contributes all flag bits but bit (rank % 64), so
         // the decided AND shows which contributions were merged.
         uint64_t flag = ~(uint64_t{1} << (me % 64u));
-        if (era_start(e, flag, nullptr, nullptr) != ERA_OK)
+        if (era_start(e, flag, nullptr, 0, nullptr) != ERA_OK)
             std::fprintf(stderr, "ftproto_sim: p%u: era_start failed\n", me);
     }
     void recv(uint32_t from, const Msg &m) override
@@ -368,7 +370,7 @@ void controller()
 {
     std::fprintf(stderr,
                  "ftproto_sim: %s\nusage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce "
-                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--dump]\n",
+                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--tree binomial|binary] [--dump]\n",
                  why);
     std::exit(2);
 }
@@ -389,16 +391,21 @@ bool parse_double(const char *s, double *out)
     return *s && !*end;
 }
 
-std::string bitmap_list(const std::vector<uint64_t> &b)
+std::string rank_list(const std::vector<uint32_t> &v)
 {
     std::string s;
-    for (size_t w = 0; w < b.size(); w++)
-        for (unsigned i = 0; i < 64; i++)
-            if ((b[w] >> i) & 1u) {
-                if (!s.empty()) s += ',';
-                s += std::to_string(w * 64 + i);
-            }
+    for (uint32_t r : v) {
+        if (!s.empty()) s += ',';
+        s += std::to_string(r);
+    }
     return s;
+}
+
+long maxrss_kb()
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+    return ru.ru_maxrss;
 }
 
 const char *proto_name(Proto p)
@@ -462,6 +469,11 @@ int main(int argc, char **argv)
             crash_args.emplace_back(r, t);
         } else if (a == "--adversary") {
             if (!parse_u32(val(), &G.adversary)) usage("bad --adversary");
+        } else if (a == "--tree") {
+            std::string t = val();
+            if (t == "binomial") G.tree = ERA_TREE_BINOMIAL;
+            else if (t == "binary") G.tree = ERA_TREE_BINARY;
+            else usage("bad --tree (binomial or binary)");
         } else if (a == "--dump") {
             G.dump = true;
         } else {
@@ -526,7 +538,7 @@ int main(int argc, char **argv)
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
     // Summary over the processes alive at the end.
-    std::map<std::tuple<uint64_t, int, std::vector<uint64_t>>, uint32_t> decisions;
+    std::map<std::tuple<uint64_t, int, std::vector<uint32_t>>, uint32_t> decisions;
     uint32_t alive = 0, decided = 0;
     double latency = 0;
     const Decision *any = nullptr;
@@ -541,7 +553,7 @@ int main(int argc, char **argv)
         if (!any) any = &d;
         if (G.dump)
             std::printf("decision rank=%u time=%.9g flag=%" PRIu64 " err=%d failed=%s\n", r, d.time, d.flag, d.err,
-                        bitmap_list(d.failed).c_str());
+                        rank_list(d.failed).c_str());
     }
     std::string victims, before;
     for (const Crash &c : G.crashes) {
@@ -552,11 +564,11 @@ int main(int argc, char **argv)
                 "\"latency\": %.9g, \"end\": %.9g, \"messages\": %" PRIu64 ", \"messages_at_decision\": %" PRIu64
                 ", \"bytes\": %" PRIu64 ", \"flag\": %" PRIu64 ", \"err\": %d, \"failed\": [%s], "
                 "\"crashed\": [%s], \"crashed_before\": [%s], \"detect\": %.9g, \"quiescent\": %s, "
-                "\"wall\": %.3f}\n",
+                "\"wall\": %.3f, \"maxrss_kb\": %ld, \"tree\": \"%s\"}\n",
                 proto_name(G.proto), G.P, alive, decided, decisions.size(), latency, G.finish_time, G.sent,
                 G.sent_at_last_decision, G.bytes, any ? any->flag : 0, any ? any->err : 0,
-                any ? bitmap_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
-                G.finished ? "true" : "false", wall);
+                any ? rank_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
+                G.finished ? "true" : "false", wall, maxrss_kb(), G.tree == ERA_TREE_BINARY ? "binary" : "binomial");
     std::fflush(stdout);
     bool ok = G.finished && decisions.size() <= 1 &&
               (decided == alive || ((G.proto == Proto::Bmg || G.proto == Proto::BmgLean) && decided == 0));

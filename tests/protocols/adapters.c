@@ -220,10 +220,15 @@ static void era_cb_decide(void *c, const era_result_t *res)
     if (!a->started[ix]) sim_violation(s, "p%u decided instance %llu it never started", r, (unsigned long long)res->inst);
     a->dflag[ix] = res->flag;
     a->derr[ix] = (uint8_t)res->proc_failed;
-    memcpy(&a->dF[ix * a->W], res->failed, a->W * sizeof(uint64_t));
-    uint32_t cnt = 0;
-    for (uint32_t k = 0; k < a->P; k++) cnt += (uint32_t)bget(res->failed, k);
-    if (cnt != res->nfailed) sim_violation(s, "p%u: nfailed %u but %u bits set", r, res->nfailed, cnt);
+    uint64_t *F = &a->dF[ix * a->W];
+    memset(F, 0, a->W * sizeof(uint64_t));
+    for (uint32_t i = 0; i < res->nfailed; i++) {
+        if (res->failed[i] >= a->P || (i && res->failed[i] <= res->failed[i - 1])) {
+            sim_violation(s, "p%u: the decided failed set is not an ascending list of ranks", r);
+            return;
+        }
+        bset(F, res->failed[i]);
+    }
     if (res->inst < (uint64_t)a->ninst) sim_post_local(s, r, res->inst + 1);
 }
 
@@ -233,7 +238,7 @@ static int era_setup(sim_t *s)
     uint32_t P = prm->P;
     era_ad_t *a = xcalloc(1, sizeof *a);
     a->P = P;
-    a->W = era_bitmap_words(P);
+    a->W = ((size_t)P + 63u) / 64u;
     a->ninst = prm->ninst > 0 ? prm->ninst : 1;
     size_t slots = (size_t)P * (size_t)(a->ninst + 1);
     a->core = xcalloc(P, sizeof *a->core);
@@ -251,7 +256,8 @@ static int era_setup(sim_t *s)
     for (uint32_t r = 0; r < P; r++) {
         a->ctx[r].s = s;
         a->ctx[r].rank = r;
-        a->core[r] = era_create(P, r, prm->proto_variant ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &a->ctx[r]);
+        a->core[r] = era_create(P, r, prm->proto_variant ? ERA_MODE_EARLY : ERA_MODE_UNIFORM,
+                                prm->tree ? ERA_TREE_BINARY : ERA_TREE_BINOMIAL, NULL, 0, &cb, &a->ctx[r]);
         if (!a->core[r]) return -1;
     }
     for (uint32_t r = 0; r < P; r++) sim_post_local(s, r, 1);
@@ -294,8 +300,12 @@ static void era_on_local(sim_t *s, uint32_t rank, uint64_t inst)
     }
     a->flagin[ix] = flag;
     a->started[ix] = 1;
+    uint32_t *list = xcalloc(a->P ? a->P : 1, sizeof *list), nl = 0;
+    for (uint32_t k = a->P; k-- > 0;) /* any order is accepted: give it descending */
+        if (bget(ack, k)) list[nl++] = k;
     uint64_t got = 0;
-    int rc = era_start(a->core[rank], flag, ack, &got);
+    int rc = era_start(a->core[rank], flag, list, nl, &got);
+    free(list);
     if (rc == ERA_EPROTO)
         sim_violation(s, "validity: alive p%u cannot start instance %llu: the previous decision lists it as failed", rank,
                       (unsigned long long)inst);

@@ -51,6 +51,7 @@ typedef struct opts {
     int stop_first;
     int quiet;
     int crash_margin;
+    int tree; /* era: 0 binomial, 1 binary heap */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -83,6 +84,7 @@ static void usage(FILE *f)
             "  --drop keep|drop|coin in-flight messages of a crashed process (default: explore / mixed)\n"
             "  --instances N         era: agreements per run (default: exhaustive 2, random 3)\n"
             "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
+            "  --tree binomial|binary  era: shape of the agreement tree (default binomial)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -176,6 +178,7 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     prm->P = P;
     prm->seed = ss;
     prm->proto_variant = o->variant;
+    prm->tree = o->tree;
     prm->ninst = o->ninst ? o->ninst : 3;
     prm->check_uniform = o->check_uniform;
     prm->random_inputs = 1;
@@ -367,6 +370,7 @@ static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, co
     prm->nchoices = nch;
     prm->max_steps = 100000;
     prm->proto_variant = x->o->variant;
+    prm->tree = x->o->tree;
     prm->scenario = scen;
     prm->ninst = x->ninst;
     prm->check_uniform = x->o->check_uniform;
@@ -734,6 +738,15 @@ int main(int argc, char **argv)
             NEED_VALUE();
             if (parse_u64(v, &u) || u == 0 || u > 100) return usage(stderr), 2;
             o.ninst = (int)u;
+            extra(&o, a, v);
+        } else if (!strcmp(a, "--tree")) {
+            NEED_VALUE();
+            if (!strcmp(v, "binomial")) o.tree = 0;
+            else if (!strcmp(v, "binary")) o.tree = 1;
+            else {
+                fprintf(stderr, "protocheck: unknown tree '%s' (binomial, binary)\n", v);
+                return 2;
+            }
             extra(&o, a, v);
         } else if (!strcmp(a, "--crash-margin")) {
             NEED_VALUE();

@@ -40,7 +40,7 @@ typedef struct node {
     uint64_t last_epoch;
     int ndecide;
     era_result_t res;
-    uint64_t F[4];
+    uint32_t F[8];
 } node_t;
 
 static void net_send(void *ctx, uint32_t dest, const void *msg, size_t len)
@@ -71,7 +71,8 @@ static void on_decide(void *ctx, const era_result_t *res)
     node_t *n = ctx;
     n->ndecide++;
     n->res = *res;
-    memcpy(n->F, res->failed, sizeof n->F);
+    memset(n->F, 0xff, sizeof n->F);
+    for (uint32_t i = 0; i < res->nfailed && i < 8; i++) n->F[i] = res->failed[i];
     n->res.failed = n->F;
 }
 
@@ -165,6 +166,22 @@ static void test_bmg_api(void)
     CHECK(bmg_create(4, 4, BMG_VARIANT_FLOOD, &cb, NULL) == NULL);
     CHECK(bmg_create(4, 0, (bmg_variant_t)7, &cb, NULL) == NULL);
 
+    /* the footprint does not grow with P (sorted rank arrays, no P-entry array) */
+    for (int v = 0; v < 2; v++) {
+        net_reset();
+        bmg_t *big = bmg_create(1000000, 5, v ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &cb, &nd[0]);
+        CHECK(big && bmg_footprint(big) < 512);
+        CHECK(bmg_failure(big, 4) == BMG_OK && bmg_failure(big, 6) == BMG_OK);
+        CHECK(bmg_broadcast(big, 1) == BMG_OK);
+        CHECK(bmg_footprint(big) < 2048);
+        /* lean: 5's parent 4 is dead, so 4's tree neighbours (0 and 6, dead:
+         * then 6's children 7) replace it */
+        if (v) CHECK(nsent == 2 && q[0].to == 0 && q[1].to == 7);
+        bmg_destroy(big);
+    }
+    net_reset();
+    memset(nd, 0, sizeof nd);
+
     /* P = 1: delivers locally, sends nothing */
     net_reset();
     bmg_t *one = bmg_create(1, 0, BMG_VARIANT_FLOOD, &cb, &nd[0]);
@@ -251,104 +268,149 @@ static void test_era_api(void)
     era_callbacks_t cb = {net_send, on_decide};
     node_t nd[16];
     memset(nd, 0, sizeof nd);
-    uint64_t bad[1] = {1};
-    CHECK(era_create(0, 0, ERA_MODE_UNIFORM, NULL, &cb, NULL) == NULL);
-    CHECK(era_create(3, 3, ERA_MODE_UNIFORM, NULL, &cb, NULL) == NULL);
-    CHECK(era_create(3, 0, ERA_MODE_UNIFORM, bad, &cb, NULL) == NULL); /* me in the initial failed set */
-    CHECK(era_bitmap_words(64) == 1 && era_bitmap_words(65) == 2);
+    uint32_t bad[1] = {0}, unsorted[2] = {2, 1};
+    CHECK(era_create(0, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, NULL, 0, &cb, NULL) == NULL);
+    CHECK(era_create(3, 3, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, NULL, 0, &cb, NULL) == NULL);
+    CHECK(era_create(3, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, bad, 1, &cb, NULL) == NULL); /* me initially failed */
+    CHECK(era_create(4, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, unsorted, 2, &cb, NULL) == NULL);
+    CHECK(era_create(4, 0, ERA_MODE_UNIFORM, (era_tree_t)7, NULL, 0, &cb, NULL) == NULL);
+
+    /* tree shapes: heap-ordered, binomial subtrees are contiguous ranges */
+    uint32_t ch[40];
+    CHECK(era_tree_parent(ERA_TREE_BINOMIAL, 0) == UINT32_MAX && era_tree_parent(ERA_TREE_BINOMIAL, 6) == 4 &&
+          era_tree_parent(ERA_TREE_BINOMIAL, 8) == 0 && era_tree_parent(ERA_TREE_BINARY, 6) == 2);
+    CHECK(era_tree_children(ERA_TREE_BINOMIAL, 11, 0, ch, 40) == 4 && ch[0] == 1 && ch[3] == 8);
+    CHECK(era_tree_children(ERA_TREE_BINOMIAL, 11, 8, ch, 40) == 2 && ch[0] == 9 && ch[1] == 10);
+    CHECK(era_tree_children(ERA_TREE_BINARY, 11, 4, ch, 40) == 2 && ch[0] == 9 && ch[1] == 10);
+    CHECK(era_tree_children(ERA_TREE_BINARY, 11, 5, ch, 40) == 0);
+    for (int t = 0; t < 2; t++)
+        for (uint32_t i = 1; i < 1000; i++) {
+            uint32_t par = era_tree_parent((era_tree_t)t, i), k = era_tree_children((era_tree_t)t, 1000, par, ch, 40);
+            int found = 0;
+            for (uint32_t j = 0; j < k && j < 40; j++) found |= ch[j] == i;
+            CHECK(par < i && found);
+        }
 
     /* P = 1 decides at once */
     net_reset();
-    era_t *one = era_create(1, 0, ERA_MODE_UNIFORM, NULL, &cb, &nd[0]);
+    era_t *one = era_create(1, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[0]);
     uint64_t inst = 0, flag = 0;
     int err = -1;
-    CHECK(era_start(one, 0xf0, NULL, &inst) == ERA_OK && inst == 1);
+    const uint32_t *fl = NULL;
+    uint32_t nf = 99, acked[2] = {0, 5};
+    CHECK(era_start(one, 0xf0, NULL, 0, &inst) == ERA_OK && inst == 1);
     CHECK(nd[0].ndecide == 1 && nd[0].res.flag == 0xf0 && nd[0].res.proc_failed == 0 && nd[0].res.nfailed == 0);
-    CHECK(era_test(one, 1, &flag, &err, NULL) == 1 && flag == 0xf0 && err == 0);
-    CHECK(era_start(one, 1, NULL, &inst) == ERA_OK && inst == 2);
-    CHECK(era_start(one, 1, NULL, &inst) == ERA_OK && inst == 3);
-    CHECK(era_test(one, 1, &flag, &err, NULL) == ERA_EGONE); /* collected after instance 2 decided */
-    CHECK(era_test(one, 3, &flag, &err, NULL) == 1);
-    CHECK(era_test(one, 9, &flag, &err, NULL) == ERA_EINVAL);
+    CHECK(era_test(one, 1, &flag, &err, &fl, &nf) == 1 && flag == 0xf0 && err == 0 && nf == 0);
+    CHECK(era_start(one, 1, acked, 2, &inst) == ERA_EINVAL); /* rank 5 out of range */
+    CHECK(era_start(one, 1, NULL, 0, &inst) == ERA_OK && inst == 2);
+    CHECK(era_start(one, 1, NULL, 0, &inst) == ERA_OK && inst == 3);
+    CHECK(era_test(one, 1, &flag, &err, NULL, NULL) == ERA_EGONE); /* collected after instance 2 decided */
+    CHECK(era_test(one, 3, &flag, &err, NULL, NULL) == 1);
+    CHECK(era_test(one, 9, &flag, &err, NULL, NULL) == ERA_EINVAL);
     era_destroy(one);
 
     /* wire robustness and EBUSY */
     net_reset();
-    era_t *e = era_create(4, 0, ERA_MODE_EARLY, NULL, &cb, &nd[0]);
+    era_t *e = era_create(4, 0, ERA_MODE_EARLY, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[0]);
     unsigned char junk[64];
     memset(junk, 0, sizeof junk);
     CHECK(era_recv(e, 1, junk, sizeof junk) == ERA_EPROTO);
     CHECK(era_recv(e, 1, junk, 0) == ERA_EPROTO);
     CHECK(era_recv(e, 0, junk, sizeof junk) == ERA_EINVAL);
     CHECK(era_failure(e, 0) == ERA_EINVAL);
-    CHECK(era_start(e, 1, NULL, &inst) == ERA_OK);
-    CHECK(era_start(e, 1, NULL, &inst) == ERA_EBUSY);
+    CHECK(era_start(e, 1, NULL, 0, &inst) == ERA_OK);
+    CHECK(era_start(e, 1, NULL, 0, &inst) == ERA_EBUSY);
     CHECK(era_progress(e) == 0);
     era_destroy(e);
 
-    /* failure-free runs: 2(P-1) messages (early) and 4(P-1) (uniform) */
-    for (int mode = 0; mode < 2; mode++) {
-        era_t *es[16];
-        memset(nd, 0, sizeof nd);
+    /* failure-free runs, both trees: 2(P-1) messages (early) and 4(P-1)
+     * (uniform), each at most 56 bytes */
+    for (int t = 0; t < 2; t++)
+        for (int mode = 0; mode < 2; mode++) {
+            era_t *es[16];
+            memset(nd, 0, sizeof nd);
+            net_reset();
+            for (uint32_t r = 0; r < 11; r++) {
+                nd[r].rank = r;
+                es[r] = era_create(11, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, (era_tree_t)t, NULL, 0, &cb, &nd[r]);
+            }
+            for (uint32_t r = 0; r < 11; r++) era_start(es[r], ~((uint64_t)1 << r), NULL, 0, NULL);
+            size_t longest = 0;
+            for (size_t i = 0; i < qt; i++)
+                if (q[i].len > longest) longest = q[i].len;
+            era_run(es, 11, NULL);
+            for (size_t i = 0; i < qt; i++)
+                if (q[i].len > longest) longest = q[i].len;
+            CHECK(nsent == (mode ? 2u : 4u) * 10u);
+            CHECK(longest <= 56 || t == 1);
+            for (uint32_t r = 0; r < 11; r++) {
+                CHECK(nd[r].ndecide == 1 && nd[r].res.flag == ~(uint64_t)0x7ff && nd[r].res.nfailed == 0 &&
+                      !nd[r].res.proc_failed);
+                CHECK(era_sent(es[r]) <= (t ? 6u : 8u)); /* binomial root: 4 children */
+                era_destroy(es[r]);
+            }
+        }
+
+    /* the footprint does not grow with P: a process of a 1,000,000-rank
+     * communicator holds a few hundred bytes before it starts */
+    {
+        era_t *big = era_create(1000000, 123456, ERA_MODE_EARLY, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[0]);
+        CHECK(big && era_footprint(big) < 2048);
         net_reset();
-        for (uint32_t r = 0; r < 11; r++) {
-            nd[r].rank = r;
-            es[r] = era_create(11, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &nd[r]);
-        }
-        for (uint32_t r = 0; r < 11; r++) era_start(es[r], ~((uint64_t)1 << r), NULL, NULL);
-        era_run(es, 11, NULL);
-        CHECK(nsent == (mode ? 2u : 4u) * 10u);
-        for (uint32_t r = 0; r < 11; r++) {
-            CHECK(nd[r].ndecide == 1 && nd[r].res.flag == ~(uint64_t)0x7ff && nd[r].res.nfailed == 0 && !nd[r].res.proc_failed);
-            CHECK(era_sent(es[r]) <= 6);
-            era_destroy(es[r]);
-        }
+        CHECK(era_start(big, 1, NULL, 0, NULL) == ERA_OK);
+        CHECK(era_footprint(big) < 4096);
+        era_destroy(big);
+        net_reset();
     }
 
     /* the uniform error rule: 5 ranks, rank 4 failed beforehand; the error
      * is raised everywhere unless every contributor acknowledged rank 4 */
     for (int all_acked = 0; all_acked < 2; all_acked++) {
         era_t *es[5];
-        uint64_t init[1] = {1u << 4}, ack[1] = {1u << 4}, none[1] = {0};
+        uint32_t init[1] = {4}, ack[2] = {4, 4};
         memset(nd, 0, sizeof nd);
         net_reset();
         for (uint32_t r = 0; r < 4; r++) {
             nd[r].rank = r;
-            es[r] = era_create(5, r, ERA_MODE_UNIFORM, init, &cb, &nd[r]);
+            es[r] = era_create(5, r, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, init, 1, &cb, &nd[r]);
         }
-        for (uint32_t r = 0; r < 4; r++) era_start(es[r], 1, (all_acked || r != 2) ? ack : none, NULL);
+        for (uint32_t r = 0; r < 4; r++) era_start(es[r], 1, ack, (all_acked || r != 2) ? 2 : 0, NULL);
         era_run(es, 4, NULL);
         for (uint32_t r = 0; r < 4; r++) {
-            CHECK(nd[r].ndecide == 1 && nd[r].res.nfailed == 1 && nd[r].F[0] == (1u << 4));
+            CHECK(nd[r].ndecide == 1 && nd[r].res.nfailed == 1 && nd[r].F[0] == 4);
             CHECK(nd[r].res.proc_failed == !all_acked);
             era_destroy(es[r]);
         }
     }
 
-    /* a crash: rank 1 (an inner vertex) dies before contributing; its
-     * children bypass it, everybody else decides F = {1} with the error */
-    for (int mode = 0; mode < 2; mode++) {
-        era_t *es[7];
-        uint8_t dead[7] = {0, 1, 0, 0, 0, 0, 0};
-        memset(nd, 0, sizeof nd);
-        net_reset();
-        for (uint32_t r = 0; r < 7; r++) {
-            nd[r].rank = r;
-            es[r] = era_create(7, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, NULL, &cb, &nd[r]);
+    /* a crash: rank 1 dies before contributing (binary heap: an inner vertex;
+     * binomial: a leaf); everybody else decides F = {1} with the error */
+    for (int t = 0; t < 2; t++)
+        for (int mode = 0; mode < 2; mode++) {
+            era_t *es[7];
+            uint8_t dead[7] = {0, 1, 0, 0, 0, 0, 0};
+            memset(nd, 0, sizeof nd);
+            net_reset();
+            for (uint32_t r = 0; r < 7; r++) {
+                nd[r].rank = r;
+                es[r] = era_create(7, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, (era_tree_t)t, NULL, 0, &cb, &nd[r]);
+            }
+            for (uint32_t r = 0; r < 7; r++)
+                if (!dead[r]) era_start(es[r], 3, NULL, 0, NULL);
+            era_run(es, 7, dead);
+            for (uint32_t r = 0; r < 7; r++)
+                if (!dead[r]) era_failure(es[r], 1);
+            era_run(es, 7, dead);
+            for (uint32_t r = 0; r < 7; r++) {
+                if (dead[r]) continue;
+                uint32_t na = 0;
+                const uint32_t *ag = era_agreed_failed(es[r], &na);
+                CHECK(nd[r].ndecide == 1 && nd[r].res.nfailed == 1 && nd[r].F[0] == 1 && nd[r].res.proc_failed == 1 &&
+                      nd[r].res.flag == 3);
+                CHECK(na == 1 && ag[0] == 1 && era_last_decided(es[r]) == 1);
+            }
+            for (uint32_t r = 0; r < 7; r++) era_destroy(es[r]);
         }
-        for (uint32_t r = 0; r < 7; r++)
-            if (!dead[r]) era_start(es[r], 3, NULL, NULL);
-        era_run(es, 7, dead);
-        for (uint32_t r = 0; r < 7; r++)
-            if (!dead[r]) era_failure(es[r], 1);
-        era_run(es, 7, dead);
-        for (uint32_t r = 0; r < 7; r++) {
-            if (dead[r]) continue;
-            CHECK(nd[r].ndecide == 1 && nd[r].F[0] == 2u && nd[r].res.proc_failed == 1 && nd[r].res.flag == 3);
-            CHECK(era_agreed_failed(es[r])[0] == 2u && era_last_decided(es[r]) == 1);
-        }
-        for (uint32_t r = 0; r < 7; r++) era_destroy(es[r]);
-    }
 }
 
 int main(void)

@@ -64,12 +64,28 @@ typedef enum era_mode {
     ERA_MODE_EARLY = 1
 } era_mode_t;
 
+/* Shape of the tree over the positions 0..n-1 of the processes not yet
+ * agreed failed (position = rank minus the agreed-failed ranks below it).
+ * Both are heap-ordered (a parent's position is smaller than its children's),
+ * which is all the dynamic tree needs: the smallest alive position is the
+ * root and all its ancestors are dead.
+ *   ERA_TREE_BINOMIAL (default)  parent(i) = i with its lowest set bit
+ *                    cleared; subtrees are contiguous position ranges and,
+ *                    without failures, the edges join ranks 2^k apart (the
+ *                    tree of a binomial allreduce), so failure-free reports
+ *                    carry one interval.
+ *   ERA_TREE_BINARY  binary heap, parent(i) = (i-1)/2. */
+typedef enum era_tree {
+    ERA_TREE_BINOMIAL = 0,
+    ERA_TREE_BINARY = 1
+} era_tree_t;
+
 typedef struct era_result {
     uint64_t inst;          /* instance number, 1-based */
     uint64_t flag;          /* AND of the contributors' flags */
     int proc_failed;        /* uniform error (see above) */
     uint32_t nfailed;       /* number of ranks in `failed` */
-    const uint64_t *failed; /* bitmap, era_bitmap_words(nprocs) words, bit r = rank r */
+    const uint32_t *failed; /* the agreed failed set: nfailed ranks, ascending */
 } era_result_t;
 
 typedef struct era_callbacks {
@@ -79,24 +95,33 @@ typedef struct era_callbacks {
 
 typedef struct era era_t;
 
-/* Words in a rank bitmap for nprocs ranks (bit r of word r/64). */
-size_t era_bitmap_words(uint32_t nprocs);
-/* Upper bound of the size of any message for nprocs ranks. */
+/* Upper bound of the size of any message for nprocs ranks (a failure-free
+ * message is at most 56 bytes whatever nprocs; the size grows with the number
+ * of failures, never with nprocs). */
 size_t era_max_msg_size(uint32_t nprocs);
 
-/* Create the agreement state of process `me` among `nprocs`. `initial_failed`
- * (NULL: none) is a failed set every process agrees on beforehand (e.g. the
- * failures already known when the communicator was created); it must not
- * contain `me`. NULL on bad arguments or out of memory. */
-era_t *era_create(uint32_t nprocs, uint32_t me, era_mode_t mode, const uint64_t *initial_failed,
-                  const era_callbacks_t *cb, void *ctx);
+/* Tree topology (pure functions over positions 0..n-1). Parent of pos > 0
+ * (pos 0 has none: returns UINT32_MAX); children of pos written to
+ * out[0..cap), ascending, returns how many there are (may exceed cap). */
+uint32_t era_tree_parent(era_tree_t tree, uint32_t pos);
+uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t pos, uint32_t *out, uint32_t cap);
+
+/* Create the agreement state of process `me` among `nprocs`.
+ * `initial_failed` (ninitial ranks, strictly ascending; NULL/0: none) is a
+ * failed set every process agrees on beforehand (e.g. the failures already
+ * known when the communicator was created, as an MPI group would list them);
+ * it must not contain `me`. The state is O(1) words plus O(failures): no
+ * array of nprocs entries. NULL on bad arguments or out of memory. */
+era_t *era_create(uint32_t nprocs, uint32_t me, era_mode_t mode, era_tree_t tree, const uint32_t *initial_failed,
+                  uint32_t ninitial, const era_callbacks_t *cb, void *ctx);
 void era_destroy(era_t *e);
 
 /* Start the next instance with this process's `flag` and its acknowledged-
- * failure set `acked` (bitmap, NULL = nothing acknowledged). Writes the
- * instance number to *inst (if non-NULL). ERA_EBUSY if the previous instance
- * has not decided here yet. May decide at once (e.g. nprocs == 1). */
-int era_start(era_t *e, uint64_t flag, const uint64_t *acked, uint64_t *inst);
+ * failure set `acked` (nacked ranks in any order, duplicates allowed;
+ * NULL/0 = nothing acknowledged). Writes the instance number to *inst (if
+ * non-NULL). ERA_EBUSY if the previous instance has not decided here yet;
+ * ERA_EINVAL if a rank is out of range. May decide at once (nprocs == 1). */
+int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst);
 /* A message from `from` arrived. ERA_EPROTO means a malformed message or one
  * no correct peer could have sent; the state is unchanged then. */
 int era_recv(era_t *e, uint32_t from, const void *msg, size_t len);
@@ -107,12 +132,15 @@ int era_failure(era_t *e, uint32_t rank);
  * instance has decided, else 0. */
 int era_progress(era_t *e);
 /* 1 and the result if instance `inst` has decided here, 0 if it has not,
- * ERA_EGONE if it was garbage-collected, ERA_EINVAL otherwise. `failed` (may
- * be NULL) receives era_bitmap_words() words. */
-int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, uint64_t *failed);
+ * ERA_EGONE if it was garbage-collected, ERA_EINVAL otherwise. *failed (may
+ * be NULL) points to the agreed failed set (ascending ranks, *nfailed of
+ * them), valid until the next call on `e`. */
+int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, const uint32_t **failed,
+             uint32_t *nfailed);
 
-/* The agreed failed set of the last decided instance (initial set before). */
-const uint64_t *era_agreed_failed(const era_t *e);
+/* The agreed failed set of the last decided instance (initial set before):
+ * ascending ranks, *n of them; valid until the next call on `e`. */
+const uint32_t *era_agreed_failed(const era_t *e, uint32_t *n);
 /* Last instance started / decided here (0: none). */
 uint64_t era_last_started(const era_t *e);
 uint64_t era_last_decided(const era_t *e);
@@ -123,6 +151,8 @@ uint64_t era_sent(const era_t *e);
  * initial_failed everywhere); in early mode only messages sent by processes
  * that decided differently and crashed. */
 uint64_t era_rejected(const era_t *e);
+/* Bytes of heap this object holds now (its struct, sets, buffers). */
+size_t era_footprint(const era_t *e);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,11 @@
  * docs/protocols.md for the protocol and the correctness argument).
  *
  * Tree. Instance s runs over the list L_s of ranks not in the failed set
- * agreed by instance s-1, in binary-heap order over list positions: the
- * parent of position i is (i-1)/2. Under the local dead set D:
+ * agreed by instance s-1 (A, a sorted rank array), numbered by position:
+ * pos(rank) = rank - #{a in A : a < rank}; the rank of a position is found
+ * by binary search over A. Nothing of size P is tabulated. The tree over
+ * positions is heap-ordered (parent < child): binomial (default) or binary
+ * heap. Under the local dead set D (sorted rank array):
  *   - the root is the alive position with the smallest index (position 0 as
  *     long as it is alive; after that the smallest surviving one, which is
  *     always a descendant of 0 all of whose ancestors are dead);
@@ -12,21 +15,23 @@
  *     the root if all its ancestors are dead ("orphan");
  *   - the effective children are found by walking down from a position
  *     through dead positions; the root also adopts every orphan.
- * Messages:
+ * Messages (sparse: their size grows with failures, not with P):
  *   UP              first report of a subtree: AND of flags, intersection
- *                   of acknowledged sets, union of contributors, plus what
- *                   the sender holds (nothing / a proposal / the decision).
+ *                   of acknowledged sets (rank list), contributors (list of
+ *                   position intervals), plus what the sender holds (nothing
+ *                   / a proposal / the decision).
  *   RESULT_REQUEST  the same report sent again to a new parent after the
  *                   old one died: it asks for the result, re-carries the
  *                   contribution the dead parent may have lost, and tells a
  *                   new root what the sender holds.
  *   DOWN            PROPOSE(ballot, value) (uniform mode) or DECIDE(value).
  *   ACK(ballot)     uniform mode: the sender's subtree holds this proposal.
+ * A value is (flag, error, the failures it adds to A as a rank list).
  * Every process ignores messages from processes it knows are dead.
  *
  * Mutants for the model checker (test binaries only):
  *   ERA_MUTANT_EARLY_DECIDE  the root proceeds once any child answered.
- *   ERA_MUTANT_NO_BYPASS     a process keeps its dead heap parent as parent.
+ *   ERA_MUTANT_NO_BYPASS     a process keeps its dead tree parent as parent.
  *   ERA_MUTANT_NO_ASK        a new root neither waits for the orphans nor
  *                            looks at held values: it decides on its own.
  *   ERA_MUTANT_GC_EARLY      a decision is dropped as soon as the next
@@ -42,7 +47,7 @@
 #include <string.h>
 
 #define ERA_WIRE_MAGIC 0xEAu
-#define ERA_WIRE_VERSION 1u
+#define ERA_WIRE_VERSION 2u
 #define ERA_HDR 32u
 
 enum { MSG_UP = 1, MSG_RESULT_REQUEST = 2, MSG_DOWN = 3, MSG_ACK = 4 };
@@ -52,39 +57,29 @@ enum { EXP_DOWN, EXP_UP, EXP_ACK };
 
 #define ERA_NREC 3 /* previous decision, current instance, next (buffered) */
 
+/* A sorted set of uint32 (ranks). */
+typedef struct uset {
+    uint32_t *v;
+    uint32_t n, cap;
+} uset_t;
+
+/* Sorted map rank -> ballot. */
+typedef struct umap {
+    uint32_t *k, *v;
+    uint32_t n, cap;
+} umap_t;
+
+/* Sorted disjoint half-open intervals [v[2i], v[2i+1]) of positions. */
+typedef struct ivl {
+    uint32_t *v;
+    uint32_t n, cap; /* intervals */
+} ivl_t;
+
 typedef struct era_val {
     uint64_t flag;
     int err;
-    uint64_t *F; /* failed set bitmap */
+    uset_t F; /* failures added to A (ranks) */
 } era_val_t;
-
-typedef struct era_rec {
-    uint64_t id; /* 0: slot free */
-    int started, decided;
-    uint64_t view;      /* digest of the decision that built L (see view_of) */
-    struct era_buf *pend; /* messages received before the instance started */
-    size_t npend, cappend;
-    uint32_t n, my;     /* |L|, my position in L */
-    uint32_t *L;        /* position -> rank */
-    int32_t *pos;       /* rank -> position, -1 if not in L */
-    uint64_t agg_flag;  /* AND of flags merged so far */
-    uint64_t *agg_acks; /* intersection of acknowledged sets */
-    uint64_t *agg_contrib;
-    uint64_t *own_acks;
-    uint64_t *reported; /* ranks that sent us an UP / RESULT_REQUEST */
-    int64_t up_to;      /* rank our last report went to, -1: none */
-    int up_sent;
-    uint32_t hb;        /* held ballot (0: nothing held); the decision if decided */
-    era_val_t held;
-    uint32_t rb;        /* best proposal ballot reported by others (root use) */
-    era_val_t rv;
-    uint64_t *prop_sent; /* PROPOSE(prop_b) sent to */
-    uint32_t prop_b;
-    uint64_t *dec_sent; /* DECIDE sent to */
-    uint32_t *ackb;     /* highest ballot each rank ACKed */
-    int64_t ack_to;
-    uint32_t ack_b;
-} era_rec_t;
 
 typedef struct era_buf {
     uint32_t from;
@@ -92,28 +87,222 @@ typedef struct era_buf {
     unsigned char *bytes;
 } era_buf_t;
 
+typedef struct era_rec {
+    uint64_t id; /* 0: slot free */
+    int started, decided;
+    uint64_t view;      /* digest of the decision that built L (see view_of) */
+    era_buf_t *pend;    /* messages received before the instance started */
+    size_t npend, cappend;
+    uint32_t n, my;     /* |L|, my position in L */
+    uset_t A;           /* ranks not in L (agreed failed before this instance) */
+    uint64_t agg_flag;  /* AND of flags merged so far */
+    int acks_all;       /* agg_acks is still "everything" (nothing merged) */
+    uset_t agg_acks;    /* intersection of acknowledged sets */
+    uset_t own_acks;
+    ivl_t contrib;      /* positions whose contribution is merged */
+    uset_t reported;    /* ranks that sent us an UP / RESULT_REQUEST */
+    int64_t up_to;      /* rank our last report went to, -1: none */
+    int up_sent;
+    uint32_t hb;        /* held ballot (0: nothing held); the decision if decided */
+    era_val_t held;
+    uint32_t rb;        /* best proposal ballot reported by others (root use) */
+    era_val_t rv;
+    uset_t prop_sent;   /* PROPOSE(prop_b) sent to */
+    uint32_t prop_b;
+    uset_t dec_sent;    /* DECIDE sent to */
+    umap_t ackb;        /* highest ballot each rank ACKed */
+    int64_t ack_to;
+    uint32_t ack_b;
+    uset_t full;        /* decided: A plus held.F, the agreed failed set */
+} era_rec_t;
+
 struct era {
     uint32_t n, me;
-    size_t W;
     era_mode_t mode;
+    era_tree_t tree;
     era_callbacks_t cb;
     void *ctx;
-    uint64_t *dead;   /* reported crashed */
-    uint64_t *agreed; /* failed set of the last decision */
+    int oom;          /* an allocation failed (reported by the next call) */
+    size_t bytes;     /* heap held (footprint) */
+    uset_t dead;      /* reported crashed */
+    uset_t agreed;    /* failed set of the last decision */
     uint64_t last_started, last_decided, gc_floor, nsent, nrejected;
     uint64_t agreed_view; /* digest of the last decision (or of the initial set) */
     era_rec_t rec[ERA_NREC];
-    uint32_t *stack, *list; /* scratch */
-    uint64_t *tmpF, *tmpC, *tmpA; /* scratch bitmaps for parsing */
+    uint32_t *stack, *list; /* scratch (walks) */
+    uint32_t capstack, caplist;
+    era_val_t tmpv;         /* scratch for parsing */
+    ivl_t tmpC;
+    uset_t tmpA;
     unsigned char *buf;
     size_t bufsz;
 };
 
-/* ---- helpers ------------------------------------------------------------- */
+/* ---- memory ------------------------------------------------------------------ */
 
-static int bit_get(const uint64_t *b, uint32_t i) { return (int)((b[i >> 6] >> (i & 63u)) & 1u); }
+/* Grows *p (elements of `size` bytes) to hold at least `need`; 0 on failure. */
+static int grow(era_t *e, void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap) return 1;
+    uint32_t nc = *cap ? *cap : 4;
+    while (nc < need) nc = nc > UINT32_MAX / 2 ? need : 2 * nc;
+    void *q = realloc(*p, (size_t)nc * size);
+    if (!q) {
+        e->oom = 1;
+        return 0;
+    }
+    e->bytes += ((size_t)nc - *cap) * size;
+    *p = q;
+    *cap = nc;
+    return 1;
+}
 
-static void bit_set(uint64_t *b, uint32_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63u); }
+static void us_free(era_t *e, uset_t *s)
+{
+    e->bytes -= (size_t)s->cap * sizeof(uint32_t);
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+}
+
+/* Index of the first element >= x. */
+static uint32_t lower(const uint32_t *v, uint32_t n, uint32_t x)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int us_has(const uset_t *s, uint32_t x)
+{
+    uint32_t i = lower(s->v, s->n, x);
+    return i < s->n && s->v[i] == x;
+}
+
+/* Inserts x; 1 if it was new. */
+static int us_add(era_t *e, uset_t *s, uint32_t x)
+{
+    uint32_t i = lower(s->v, s->n, x);
+    if (i < s->n && s->v[i] == x) return 0;
+    if (!grow(e, (void **)&s->v, &s->cap, s->n + 1, sizeof(uint32_t))) return 0;
+    memmove(s->v + i + 1, s->v + i, (size_t)(s->n - i) * sizeof(uint32_t));
+    s->v[i] = x;
+    s->n++;
+    return 1;
+}
+
+static void us_copy(era_t *e, uset_t *dst, const uset_t *src)
+{
+    if (dst == src) return;
+    if (!grow(e, (void **)&dst->v, &dst->cap, src->n, sizeof(uint32_t))) {
+        dst->n = 0;
+        return;
+    }
+    if (src->n) memcpy(dst->v, src->v, (size_t)src->n * sizeof(uint32_t));
+    dst->n = src->n;
+}
+
+/* dst = dst intersect src (in place). */
+static void us_intersect(uset_t *dst, const uset_t *src)
+{
+    uint32_t i = 0, j = 0, k = 0;
+    while (i < dst->n && j < src->n) {
+        if (dst->v[i] < src->v[j]) i++;
+        else if (dst->v[i] > src->v[j]) j++;
+        else {
+            dst->v[k++] = dst->v[i];
+            i++;
+            j++;
+        }
+    }
+    dst->n = k;
+}
+
+/* dst = a union b (dst distinct from a and b). */
+static void us_union(era_t *e, uset_t *dst, const uset_t *a, const uset_t *b)
+{
+    dst->n = 0;
+    if (!grow(e, (void **)&dst->v, &dst->cap, a->n + b->n, sizeof(uint32_t))) return;
+    uint32_t i = 0, j = 0, k = 0;
+    while (i < a->n || j < b->n) {
+        uint32_t x;
+        if (j >= b->n || (i < a->n && a->v[i] < b->v[j])) x = a->v[i++];
+        else if (i >= a->n || b->v[j] < a->v[i]) x = b->v[j++];
+        else x = a->v[i++], j++;
+        dst->v[k++] = x;
+    }
+    dst->n = k;
+}
+
+static uint32_t um_get(const umap_t *m, uint32_t key)
+{
+    uint32_t i = lower(m->k, m->n, key);
+    return i < m->n && m->k[i] == key ? m->v[i] : 0;
+}
+
+static void um_set(era_t *e, umap_t *m, uint32_t key, uint32_t val)
+{
+    uint32_t i = lower(m->k, m->n, key);
+    if (i < m->n && m->k[i] == key) {
+        m->v[i] = val;
+        return;
+    }
+    uint32_t cap = m->cap;
+    if (!grow(e, (void **)&m->k, &cap, m->n + 1, sizeof(uint32_t))) return;
+    uint32_t cap2 = m->cap;
+    if (!grow(e, (void **)&m->v, &cap2, m->n + 1, sizeof(uint32_t))) return;
+    m->cap = cap < cap2 ? cap : cap2;
+    memmove(m->k + i + 1, m->k + i, (size_t)(m->n - i) * sizeof(uint32_t));
+    memmove(m->v + i + 1, m->v + i, (size_t)(m->n - i) * sizeof(uint32_t));
+    m->k[i] = key;
+    m->v[i] = val;
+    m->n++;
+}
+
+/* Adds [lo, hi) to the interval list, merging overlapping and adjacent ones. */
+static void ivl_add(era_t *e, ivl_t *s, uint32_t lo, uint32_t hi)
+{
+    if (lo >= hi) return;
+    uint32_t i = 0;
+    while (i < s->n && s->v[2 * i + 1] < lo) i++; /* first interval that may touch */
+    uint32_t j = i;
+    while (j < s->n && s->v[2 * j] <= hi) { /* all intervals that touch [lo, hi] */
+        if (s->v[2 * j] < lo) lo = s->v[2 * j];
+        if (s->v[2 * j + 1] > hi) hi = s->v[2 * j + 1];
+        j++;
+    }
+    if (j == i) { /* insert at i */
+        if (!grow(e, (void **)&s->v, &s->cap, s->n + 1, 2 * sizeof(uint32_t))) return;
+        memmove(s->v + 2 * i + 2, s->v + 2 * i, (size_t)(s->n - i) * 2 * sizeof(uint32_t));
+        s->n++;
+    } else if (j > i + 1) { /* intervals i..j-1 collapse into i */
+        memmove(s->v + 2 * i + 2, s->v + 2 * j, (size_t)(s->n - j) * 2 * sizeof(uint32_t));
+        s->n -= j - i - 1;
+    }
+    s->v[2 * i] = lo;
+    s->v[2 * i + 1] = hi;
+}
+
+static void val_clear(era_val_t *v)
+{
+    v->flag = 0;
+    v->err = 0;
+    v->F.n = 0;
+}
+
+static void val_copy(era_t *e, era_val_t *dst, const era_val_t *src)
+{
+    if (dst == src) return;
+    dst->flag = src->flag;
+    dst->err = src->err;
+    us_copy(e, &dst->F, &src->F);
+}
+
+/* ---- wire helpers ------------------------------------------------------------ */
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -139,37 +328,17 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-static void put_bitmap(unsigned char *p, const uint64_t *b, size_t W)
-{
-    for (size_t i = 0; i < W; i++) put_u64(p + 8 * i, b[i]);
-}
-
-/* Reads W words, clearing bits at positions >= n. */
-static void get_bitmap(const unsigned char *p, uint64_t *b, size_t W, uint32_t n)
-{
-    for (size_t i = 0; i < W; i++) b[i] = get_u64(p + 8 * i);
-    if (n % 64u) b[W - 1] &= ((uint64_t)1 << (n % 64u)) - 1u;
-}
-
-static uint32_t popcount_bits(const uint64_t *b, size_t W)
-{
-    uint32_t c = 0;
-    for (size_t i = 0; i < W; i++)
-        for (uint64_t x = b[i]; x; x &= x - 1) c++;
-    return c;
-}
-
 /* Digest of a decision (or of the initial failed set, with inst 0). Every
  * message carries the digest of the decision that built the sender's tree,
  * so a message from a process whose previous decision differs from ours is
  * recognised and ignored (in early mode such a process has crashed; in
  * uniform mode it cannot exist). */
-static uint64_t view_of(uint64_t inst, uint64_t flag, int err, const uint64_t *F, size_t W)
+static uint64_t view_of(uint64_t inst, uint64_t flag, int err, const uset_t *F)
 {
     uint64_t h = 0x243f6a8885a308d3ull ^ inst;
-    uint64_t in[3] = {flag, (uint64_t)(err != 0), W};
-    for (size_t i = 0; i < 3 + W; i++) {
-        h ^= i < 3 ? in[i] : F[i - 3];
+    uint64_t in[3] = {flag, (uint64_t)(err != 0), F->n};
+    for (uint64_t i = 0; i < 3 + (uint64_t)F->n; i++) {
+        h ^= i < 3 ? in[i] : F->v[i - 3];
         h *= 0x9e3779b97f4a7c15ull;
         h ^= h >> 29;
         h *= 0xbf58476d1ce4e5b9ull;
@@ -178,81 +347,200 @@ static uint64_t view_of(uint64_t inst, uint64_t flag, int err, const uint64_t *F
     return h;
 }
 
-size_t era_bitmap_words(uint32_t n) { return ((size_t)n + 63u) / 64u; }
-
 size_t era_max_msg_size(uint32_t n)
 {
-    size_t W = era_bitmap_words(n);
-    return ERA_HDR + 8 + 16 * W + 8 + 8 * W;
+    /* intervals: at most ceil(n/2); acknowledged ranks and failures: n each */
+    return ERA_HDR + 16 + 8 * (((size_t)n + 1) / 2) + 4 * (size_t)n + 12 + 4 * (size_t)n;
+}
+
+/* ---- tree over positions ------------------------------------------------------ */
+
+uint32_t era_tree_parent(era_tree_t tree, uint32_t i)
+{
+    if (i == 0) return UINT32_MAX;
+    return tree == ERA_TREE_BINARY ? (i - 1) / 2 : (i & (i - 1));
+}
+
+uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t i, uint32_t *out, uint32_t cap)
+{
+    uint32_t cnt = 0;
+    if (i >= n) return 0;
+    if (tree == ERA_TREE_BINARY) {
+        for (uint64_t c = 2 * (uint64_t)i + 1; c <= 2 * (uint64_t)i + 2 && c < n; c++) {
+            if (cnt < cap) out[cnt] = (uint32_t)c;
+            cnt++;
+        }
+        return cnt;
+    }
+    uint64_t low = i ? (uint64_t)(i & (~i + 1u)) : (uint64_t)1 << 33;
+    for (uint64_t d = 1; d < low && (uint64_t)i + d < n; d <<= 1) {
+        if (cnt < cap) out[cnt] = (uint32_t)(i + d);
+        cnt++;
+    }
+    return cnt;
+}
+
+/* Rank of position i in L (ranks not in A): i + #{j : A[j] - j <= i}. */
+static uint32_t rank_of(const era_rec_t *r, uint32_t i)
+{
+    uint32_t lo = 0, hi = r->A.n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->A.v[mid] - mid <= i) lo = mid + 1;
+        else hi = mid;
+    }
+    return i + lo;
+}
+
+/* Position of a rank in L (the rank must not be in A). */
+static uint32_t pos_of(const era_rec_t *r, uint32_t rank) { return rank - lower(r->A.v, r->A.n, rank); }
+
+#ifndef ERA_MUTANT_NO_BYPASS
+static int alive_pos(const era_t *e, const era_rec_t *r, uint32_t i) { return !us_has(&e->dead, rank_of(r, i)); }
+#endif
+
+/* Smallest alive position: the smallest rank in neither A nor the dead set
+ * (always <= my position: we are alive). */
+static uint32_t min_alive(const era_t *e, const era_rec_t *r)
+{
+    uint32_t rk = 0, ia = 0, id = 0;
+    for (;;) {
+        while (ia < r->A.n && r->A.v[ia] < rk) ia++;
+        while (id < e->dead.n && e->dead.v[id] < rk) id++;
+        if ((ia < r->A.n && r->A.v[ia] == rk) || (id < e->dead.n && e->dead.v[id] == rk)) {
+            rk++;
+            continue;
+        }
+        break;
+    }
+    if (rk >= e->n) return r->my;
+    return pos_of(r, rk);
+}
+
+/* Effective parent of a non-root, as a rank. */
+static uint32_t eff_parent(const era_t *e, const era_rec_t *r, uint32_t root_pos)
+{
+#ifdef ERA_MUTANT_NO_BYPASS
+    (void)root_pos;
+    if (r->my > 0) return rank_of(r, era_tree_parent(e->tree, r->my));
+    return rank_of(r, 0);
+#else
+    uint32_t j = r->my;
+    while (j > 0) {
+        j = era_tree_parent(e->tree, j);
+        if (alive_pos(e, r, j)) return rank_of(r, j);
+    }
+    return rank_of(r, root_pos); /* orphan: all ancestors dead, attach to the root */
+#endif
+}
+
+static void push(era_t *e, uint32_t *sp, uint32_t v)
+{
+    if (!grow(e, (void **)&e->stack, &e->capstack, *sp + 1, sizeof(uint32_t))) return;
+    e->stack[(*sp)++] = v;
+}
+
+/* Pushes the children of position c, largest first (so the smallest pops first). */
+static void push_children(era_t *e, const era_rec_t *r, uint32_t c, uint32_t *sp)
+{
+    uint32_t ch[40];
+    uint32_t k = era_tree_children(e->tree, r->n, c, ch, 40);
+    for (uint32_t i = k < 40 ? k : 40; i > 0; i--) push(e, sp, ch[i - 1]);
+}
+
+/* Walk down from position `from` (exclusive). A vertex stops the walk if it
+ * is "covered" (EXP_UP: it reported to us; EXP_ACK: it ACKed ballot b) or
+ * alive (then it is written to out: a target / a child we wait for); dead,
+ * uncovered vertices are looked through. `skip` is never visited. */
+static void walk(era_t *e, era_rec_t *r, uint32_t from, int kind, uint32_t b, uint32_t skip, uint32_t *cnt,
+                 uint32_t *ncov)
+{
+    uint32_t sp = 0;
+    push_children(e, r, from, &sp);
+    while (sp > 0) {
+        uint32_t c = e->stack[--sp];
+        if (c == skip) continue;
+        uint32_t rank = rank_of(r, c);
+        if (kind == EXP_UP && us_has(&r->reported, rank)) {
+            (*ncov)++;
+            continue;
+        }
+        if (kind == EXP_ACK && um_get(&r->ackb, rank) >= b) {
+            (*ncov)++;
+            continue;
+        }
+        if (!us_has(&e->dead, rank)) {
+            if (grow(e, (void **)&e->list, &e->caplist, *cnt + 1, sizeof(uint32_t))) e->list[(*cnt)++] = rank;
+            continue;
+        }
+        push_children(e, r, c, &sp);
+    }
+}
+
+/* Effective children (into e->list) that are not covered; returns how many.
+ * A root that is not position 0 also adopts the orphans: the frontier below
+ * position 0, minus its own position. */
+static uint32_t frontier(era_t *e, era_rec_t *r, int root, int kind, uint32_t b, uint32_t *ncov)
+{
+    uint32_t cnt = 0;
+    *ncov = 0;
+    walk(e, r, r->my, kind, b, UINT32_MAX, &cnt, ncov);
+#ifdef ERA_MUTANT_NO_ASK
+    if (kind == EXP_UP) return cnt;
+#endif
+    if (root && r->my != 0) walk(e, r, 0, kind, b, r->my, &cnt, ncov);
+    return cnt;
 }
 
 /* ---- instance records ------------------------------------------------------ */
 
 static void rec_clear(era_t *e, era_rec_t *r, uint64_t id)
 {
-    size_t W = e->W, bytes = W * sizeof(uint64_t);
+    (void)e;
     r->id = id;
     r->started = r->decided = 0;
     r->view = 0;
     for (size_t i = 0; i < r->npend; i++) free(r->pend[i].bytes);
     r->npend = 0;
     r->n = r->my = 0;
+    r->A.n = 0;
     r->agg_flag = ~(uint64_t)0;
-    memset(r->agg_acks, 0xff, bytes);
-    memset(r->agg_contrib, 0, bytes);
-    memset(r->own_acks, 0, bytes);
-    memset(r->reported, 0, bytes);
+    r->acks_all = 1;
+    r->agg_acks.n = 0;
+    r->own_acks.n = 0;
+    r->contrib.n = 0;
+    r->reported.n = 0;
     r->up_to = -1;
     r->up_sent = 0;
     r->hb = 0;
-    r->held.flag = 0;
-    r->held.err = 0;
-    memset(r->held.F, 0, bytes);
+    val_clear(&r->held);
     r->rb = 0;
-    r->rv.flag = 0;
-    r->rv.err = 0;
-    memset(r->rv.F, 0, bytes);
-    memset(r->prop_sent, 0, bytes);
+    val_clear(&r->rv);
+    r->prop_sent.n = 0;
     r->prop_b = 0;
-    memset(r->dec_sent, 0, bytes);
-    memset(r->ackb, 0, (size_t)e->n * sizeof *r->ackb);
+    r->dec_sent.n = 0;
+    r->ackb.n = 0;
     r->ack_to = -1;
     r->ack_b = 0;
+    r->full.n = 0;
 }
 
-static int rec_alloc_mem(era_t *e, era_rec_t *r)
-{
-    size_t W = e->W;
-    r->L = calloc(e->n, sizeof *r->L);
-    r->pos = calloc(e->n, sizeof *r->pos);
-    r->ackb = calloc(e->n, sizeof *r->ackb);
-    r->agg_acks = calloc(W, sizeof(uint64_t));
-    r->agg_contrib = calloc(W, sizeof(uint64_t));
-    r->own_acks = calloc(W, sizeof(uint64_t));
-    r->reported = calloc(W, sizeof(uint64_t));
-    r->held.F = calloc(W, sizeof(uint64_t));
-    r->rv.F = calloc(W, sizeof(uint64_t));
-    r->prop_sent = calloc(W, sizeof(uint64_t));
-    r->dec_sent = calloc(W, sizeof(uint64_t));
-    return r->L && r->pos && r->ackb && r->agg_acks && r->agg_contrib && r->own_acks && r->reported &&
-           r->held.F && r->rv.F && r->prop_sent && r->dec_sent;
-}
-
-static void rec_free_mem(era_rec_t *r)
+static void rec_free_mem(era_t *e, era_rec_t *r)
 {
     for (size_t i = 0; i < r->npend; i++) free(r->pend[i].bytes);
     free(r->pend);
-    free(r->L);
-    free(r->pos);
-    free(r->ackb);
-    free(r->agg_acks);
-    free(r->agg_contrib);
-    free(r->own_acks);
-    free(r->reported);
-    free(r->held.F);
-    free(r->rv.F);
-    free(r->prop_sent);
-    free(r->dec_sent);
+    us_free(e, &r->A);
+    us_free(e, &r->agg_acks);
+    us_free(e, &r->own_acks);
+    free(r->contrib.v);
+    us_free(e, &r->reported);
+    us_free(e, &r->held.F);
+    us_free(e, &r->rv.F);
+    us_free(e, &r->prop_sent);
+    us_free(e, &r->dec_sent);
+    free(r->ackb.k);
+    free(r->ackb.v);
+    us_free(e, &r->full);
 }
 
 static era_rec_t *find_rec(era_t *e, uint64_t id)
@@ -280,98 +568,27 @@ static void gc(era_t *e, uint64_t upto)
     if (upto > e->gc_floor) e->gc_floor = upto;
 }
 
-static void val_copy(era_t *e, era_val_t *dst, const era_val_t *src)
-{
-    if (dst == src) return;
-    dst->flag = src->flag;
-    dst->err = src->err;
-    memcpy(dst->F, src->F, e->W * sizeof(uint64_t));
-}
-
-/* ---- tree ------------------------------------------------------------------ */
-
-static int alive_pos(const era_t *e, const era_rec_t *r, uint32_t i) { return !bit_get(e->dead, r->L[i]); }
-
-/* Smallest alive position (always <= my position: we are alive). */
-static uint32_t min_alive(const era_t *e, const era_rec_t *r)
-{
-    for (uint32_t i = 0; i < r->n; i++)
-        if (alive_pos(e, r, i)) return i;
-    return r->my;
-}
-
-/* Effective parent of a non-root, as a rank. */
-static uint32_t eff_parent(const era_t *e, const era_rec_t *r, uint32_t root_pos)
-{
-#ifdef ERA_MUTANT_NO_BYPASS
-    (void)e;
-    (void)root_pos;
-    if (r->my > 0) return r->L[(r->my - 1) / 2];
-    return r->L[0];
-#else
-    uint32_t j = r->my;
-    while (j > 0) {
-        j = (j - 1) / 2;
-        if (alive_pos(e, r, j)) return r->L[j];
-    }
-    return r->L[root_pos]; /* orphan: all ancestors dead, attach to the root */
-#endif
-}
-
-/* Walk down from position `from` (exclusive). A vertex stops the walk if it
- * is "covered" (EXP_UP: it reported to us; EXP_ACK: it ACKed ballot b) or
- * alive (then it is written to out: a target / a child we wait for); dead,
- * uncovered vertices are looked through. `skip` is never visited. */
-static void walk(era_t *e, era_rec_t *r, uint32_t from, int kind, uint32_t b, uint32_t skip, uint32_t *cnt,
-                 uint32_t *ncov)
-{
-    uint32_t sp = 0;
-    uint64_t c2 = 2 * (uint64_t)from + 2, c1 = c2 - 1;
-    if (c2 < r->n) e->stack[sp++] = (uint32_t)c2;
-    if (c1 < r->n) e->stack[sp++] = (uint32_t)c1;
-    while (sp > 0) {
-        uint32_t c = e->stack[--sp];
-        if (c == skip) continue;
-        uint32_t rank = r->L[c];
-        if (kind == EXP_UP && bit_get(r->reported, rank)) {
-            (*ncov)++;
-            continue;
-        }
-        if (kind == EXP_ACK && r->ackb[rank] >= b) {
-            (*ncov)++;
-            continue;
-        }
-        if (alive_pos(e, r, c)) {
-            e->list[(*cnt)++] = rank;
-            continue;
-        }
-        c2 = 2 * (uint64_t)c + 2;
-        c1 = c2 - 1;
-        if (c2 < r->n) e->stack[sp++] = (uint32_t)c2;
-        if (c1 < r->n) e->stack[sp++] = (uint32_t)c1;
-    }
-}
-
-/* Effective children (into e->list) that are not covered; returns how many.
- * A root that is not position 0 also adopts the orphans: the frontier below
- * position 0, minus its own position. */
-static uint32_t frontier(era_t *e, era_rec_t *r, int root, int kind, uint32_t b, uint32_t *ncov)
-{
-    uint32_t cnt = 0;
-    *ncov = 0;
-    walk(e, r, r->my, kind, b, UINT32_MAX, &cnt, ncov);
-#ifdef ERA_MUTANT_NO_ASK
-    if (kind == EXP_UP) return cnt;
-#endif
-    if (root && r->my != 0) walk(e, r, 0, kind, b, r->my, &cnt, ncov);
-    return cnt;
-}
-
 /* ---- messages -------------------------------------------------------------- */
 
-static unsigned char *hdr(era_t *e, era_rec_t *r, int type, int sub, uint32_t ballot, int err)
+static unsigned char *msgbuf(era_t *e, size_t len)
 {
-    unsigned char *p = e->buf;
+    if (len > e->bufsz) {
+        unsigned char *nb = realloc(e->buf, len);
+        if (!nb) {
+            e->oom = 1;
+            return NULL;
+        }
+        e->bytes += len - e->bufsz;
+        e->buf = nb;
+        e->bufsz = len;
+    }
+    return e->buf;
+}
+
+static unsigned char *hdr(era_t *e, era_rec_t *r, size_t len, int type, int sub, uint32_t ballot, int err)
+{
+    unsigned char *p = msgbuf(e, len);
+    if (!p) return NULL;
     memset(p, 0, ERA_HDR);
     p[0] = ERA_WIRE_MAGIC;
     p[1] = ERA_WIRE_VERSION;
@@ -391,24 +608,33 @@ static void emit(era_t *e, uint32_t dest, size_t len)
     if (e->cb.send) e->cb.send(e->ctx, dest, e->buf, len);
 }
 
+static size_t put_list(unsigned char *p, const uset_t *s)
+{
+    for (uint32_t i = 0; i < s->n; i++) put_u32(p + 4 * i, s->v[i]);
+    return 4 * (size_t)s->n;
+}
+
 /* UP / RESULT_REQUEST: our subtree's aggregate plus what we hold. */
 static void send_report(era_t *e, era_rec_t *r, uint32_t dest)
 {
     int kind = r->decided ? HELD_DECIDED : (r->hb ? HELD_PROPOSAL : HELD_NONE);
     int type = r->up_sent ? MSG_RESULT_REQUEST : MSG_UP;
-    size_t W = e->W, off = ERA_HDR;
-    unsigned char *p = hdr(e, r, type, kind, kind ? r->hb : 0, kind ? r->held.err : 0);
+    uint32_t nack = r->acks_all ? 0 : r->agg_acks.n;
+    size_t len = ERA_HDR + 16 + 8 * (size_t)r->contrib.n + 4 * (size_t)nack + (kind ? 12 + 4 * (size_t)r->held.F.n : 0);
+    unsigned char *p = hdr(e, r, len, type, kind, kind ? r->hb : 0, kind ? r->held.err : 0);
+    if (!p) return;
+    size_t off = ERA_HDR;
     put_u64(p + off, r->agg_flag);
-    off += 8;
-    put_bitmap(p + off, r->agg_contrib, W);
-    off += 8 * W;
-    put_bitmap(p + off, r->agg_acks, W);
-    off += 8 * W;
+    put_u32(p + off + 8, r->contrib.n);
+    put_u32(p + off + 12, nack);
+    off += 16;
+    for (uint32_t i = 0; i < 2 * r->contrib.n; i++, off += 4) put_u32(p + off, r->contrib.v[i]);
+    if (nack) off += put_list(p + off, &r->agg_acks);
     if (kind) {
         put_u64(p + off, r->held.flag);
-        off += 8;
-        put_bitmap(p + off, r->held.F, W);
-        off += 8 * W;
+        put_u32(p + off + 8, r->held.F.n);
+        off += 12;
+        off += put_list(p + off, &r->held.F);
     }
     r->up_sent = 1;
     emit(e, dest, off);
@@ -416,32 +642,49 @@ static void send_report(era_t *e, era_rec_t *r, uint32_t dest)
 
 static void send_down(era_t *e, era_rec_t *r, uint32_t dest, int phase)
 {
-    unsigned char *p = hdr(e, r, MSG_DOWN, phase, r->hb, r->held.err);
+    size_t len = ERA_HDR + 12 + 4 * (size_t)r->held.F.n;
+    unsigned char *p = hdr(e, r, len, MSG_DOWN, phase, r->hb, r->held.err);
+    if (!p) return;
     put_u64(p + ERA_HDR, r->held.flag);
-    put_bitmap(p + ERA_HDR + 8, r->held.F, e->W);
-    emit(e, dest, ERA_HDR + 8 + 8 * e->W);
+    put_u32(p + ERA_HDR + 8, r->held.F.n);
+    put_list(p + ERA_HDR + 12, &r->held.F);
+    emit(e, dest, len);
 }
 
 static void send_ack(era_t *e, era_rec_t *r, uint32_t dest, uint32_t ballot)
 {
-    hdr(e, r, MSG_ACK, 0, ballot, 0);
+    if (!hdr(e, r, ERA_HDR, MSG_ACK, 0, ballot, 0)) return;
     emit(e, dest, ERA_HDR);
 }
 
 /* ---- decisions ------------------------------------------------------------- */
 
-/* The value computed from the merged contributions: every rank that did not
- * contribute is failed (this includes the previously agreed failures, which
- * are not in L); the error is raised iff some failed rank is missing from
- * the intersection of the contributors' acknowledged sets. */
+/* Does some rank of A or F miss from the acknowledged set `acks`? */
+static int unacked(const uset_t *A, const uset_t *F, const uset_t *acks)
+{
+    for (uint32_t i = 0; i < A->n; i++)
+        if (!us_has(acks, A->v[i])) return 1;
+    for (uint32_t i = 0; i < F->n; i++)
+        if (!us_has(acks, F->v[i])) return 1;
+    return 0;
+}
+
+/* The value computed from the merged contributions: every position that did
+ * not contribute is failed (the previously agreed failures are in A, not in
+ * L); the error is raised iff some failed rank is missing from the
+ * intersection of the contributors' acknowledged sets. */
 static void fresh_value(era_t *e, era_rec_t *r, era_val_t *v)
 {
     v->flag = r->agg_flag;
-    v->err = 0;
-    for (size_t i = 0; i < e->W; i++) v->F[i] = ~r->agg_contrib[i];
-    if (e->n % 64u) v->F[e->W - 1] &= ((uint64_t)1 << (e->n % 64u)) - 1u;
-    for (size_t i = 0; i < e->W; i++)
-        if (v->F[i] & ~r->agg_acks[i]) v->err = 1;
+    v->F.n = 0;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i <= r->contrib.n; i++) {
+        uint32_t lo = i < r->contrib.n ? r->contrib.v[2 * i] : r->n;
+        if (lo > r->n) lo = r->n;
+        for (uint32_t q = at; q < lo; q++) us_add(e, &v->F, rank_of(r, q));
+        if (i < r->contrib.n) at = r->contrib.v[2 * i + 1];
+    }
+    v->err = r->acks_all ? 0 : unacked(&r->A, &v->F, &r->agg_acks);
 }
 
 static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t *v)
@@ -449,14 +692,13 @@ static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t 
     val_copy(e, &r->held, v);
     r->hb = ballot;
     r->decided = 1;
+    us_union(e, &r->full, &r->A, &r->held.F);
 #ifdef ERA_MUTANT_LOCAL_ERR
-    r->held.err = 0;
-    for (size_t i = 0; i < e->W; i++)
-        if (r->held.F[i] & ~r->own_acks[i]) r->held.err = 1;
+    r->held.err = unacked(&r->A, &r->held.F, &r->own_acks);
 #endif
     if (r->id > e->last_decided) e->last_decided = r->id;
-    memcpy(e->agreed, r->held.F, e->W * sizeof(uint64_t));
-    e->agreed_view = view_of(r->id, r->held.flag, r->held.err, r->held.F, e->W);
+    us_copy(e, &e->agreed, &r->full);
+    e->agreed_view = view_of(r->id, r->held.flag, r->held.err, &r->full);
     /* GC rule: once instance s decides here, instance s-1 can never be asked
      * for again by a live process (see docs/protocols.md). */
     if (r->id > 1) gc(e, r->id - 1);
@@ -465,8 +707,8 @@ static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t 
         res.inst = r->id;
         res.flag = r->held.flag;
         res.proc_failed = r->held.err;
-        res.nfailed = popcount_bits(r->held.F, e->W);
-        res.failed = r->held.F;
+        res.nfailed = r->full.n;
+        res.failed = r->full.v;
         e->cb.decide(e->ctx, &res);
     }
 }
@@ -476,7 +718,7 @@ static void propose(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t *v)
     val_copy(e, &r->held, v);
     r->hb = ballot;
     if (r->prop_b != ballot) {
-        memset(r->prop_sent, 0, e->W * sizeof(uint64_t));
+        r->prop_sent.n = 0;
         r->prop_b = ballot;
     }
 }
@@ -484,6 +726,15 @@ static void propose(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t *v)
 static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p);
 
 /* ---- the step: everything an instance should do under current knowledge -- */
+
+static void send_downs(era_t *e, era_rec_t *r, uset_t *sent, uint32_t cnt, int phase)
+{
+    for (uint32_t i = 0; i < cnt; i++) {
+        uint32_t t = e->list[i];
+        if (!us_add(e, sent, t)) continue;
+        send_down(e, r, t, phase);
+    }
+}
 
 static void step(era_t *e, era_rec_t *r)
 {
@@ -495,12 +746,7 @@ static void step(era_t *e, era_rec_t *r)
 
         if (r->decided) {
             cnt = frontier(e, r, root, EXP_DOWN, 0, &ncov);
-            for (uint32_t i = 0; i < cnt; i++) {
-                uint32_t t = e->list[i];
-                if (bit_get(r->dec_sent, t)) continue;
-                bit_set(r->dec_sent, t);
-                send_down(e, r, t, DOWN_DECIDE);
-            }
+            send_downs(e, r, &r->dec_sent, cnt, DOWN_DECIDE);
             /* A new parent (or new root) learns the decision from us. */
             if (!root && r->up_to != (int64_t)ep) {
                 send_report(e, r, ep);
@@ -543,12 +789,7 @@ static void step(era_t *e, era_rec_t *r)
             }
             if (r->hb != myb) return;
             cnt = frontier(e, r, root, EXP_DOWN, 0, &ncov);
-            for (uint32_t i = 0; i < cnt; i++) {
-                uint32_t t = e->list[i];
-                if (bit_get(r->prop_sent, t)) continue;
-                bit_set(r->prop_sent, t);
-                send_down(e, r, t, DOWN_PROPOSE);
-            }
+            send_downs(e, r, &r->prop_sent, cnt, DOWN_PROPOSE);
             cnt = frontier(e, r, root, EXP_ACK, myb, &ncov);
 #ifdef ERA_MUTANT_NO_ACK_WAIT
             cnt = 0;
@@ -565,12 +806,7 @@ static void step(era_t *e, era_rec_t *r)
         }
         if (e->mode == ERA_MODE_UNIFORM && r->hb > 0) {
             cnt = frontier(e, r, root, EXP_DOWN, 0, &ncov);
-            for (uint32_t i = 0; i < cnt; i++) {
-                uint32_t t = e->list[i];
-                if (bit_get(r->prop_sent, t)) continue;
-                bit_set(r->prop_sent, t);
-                send_down(e, r, t, DOWN_PROPOSE);
-            }
+            send_downs(e, r, &r->prop_sent, cnt, DOWN_PROPOSE);
             if (r->up_to == (int64_t)ep) {
                 cnt = frontier(e, r, root, EXP_ACK, r->hb, &ncov);
                 if (cnt == 0 && (r->ack_to != (int64_t)ep || r->ack_b != r->hb)) {
@@ -604,90 +840,88 @@ static void step_all(era_t *e)
 
 /* ---- public API -------------------------------------------------------------- */
 
-era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, const uint64_t *initial_failed,
-                  const era_callbacks_t *cb, void *ctx)
+era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, era_tree_t tree, const uint32_t *initial_failed,
+                  uint32_t ninitial, const era_callbacks_t *cb, void *ctx)
 {
-    if (n == 0 || me >= n || (mode != ERA_MODE_UNIFORM && mode != ERA_MODE_EARLY)) return NULL;
-    if (initial_failed && bit_get(initial_failed, me)) return NULL;
+    if (n == 0 || me >= n || (mode != ERA_MODE_UNIFORM && mode != ERA_MODE_EARLY) ||
+        (tree != ERA_TREE_BINOMIAL && tree != ERA_TREE_BINARY) || (ninitial && !initial_failed) || ninitial >= n)
+        return NULL;
+    for (uint32_t i = 0; i < ninitial; i++)
+        if (initial_failed[i] >= n || initial_failed[i] == me || (i && initial_failed[i] <= initial_failed[i - 1]))
+            return NULL;
     era_t *e = calloc(1, sizeof *e);
     if (!e) return NULL;
+    e->bytes = sizeof *e;
     e->n = n;
     e->me = me;
-    e->W = era_bitmap_words(n);
     e->mode = mode;
+    e->tree = tree;
     if (cb) e->cb = *cb;
     e->ctx = ctx;
-    e->dead = calloc(e->W, sizeof(uint64_t));
-    e->agreed = calloc(e->W, sizeof(uint64_t));
-    e->tmpF = calloc(e->W, sizeof(uint64_t));
-    e->tmpC = calloc(e->W, sizeof(uint64_t));
-    e->tmpA = calloc(e->W, sizeof(uint64_t));
-    e->stack = calloc(n, sizeof *e->stack);
-    e->list = calloc(n, sizeof *e->list);
-    e->bufsz = era_max_msg_size(n);
-    e->buf = calloc(e->bufsz, 1);
-    int ok = e->dead && e->agreed && e->tmpF && e->tmpC && e->tmpA && e->stack && e->list && e->buf;
-    for (int i = 0; i < ERA_NREC; i++) ok = ok && rec_alloc_mem(e, &e->rec[i]);
-    if (!ok) {
+    if (ninitial) {
+        if (grow(e, (void **)&e->agreed.v, &e->agreed.cap, ninitial, sizeof(uint32_t))) {
+            memcpy(e->agreed.v, initial_failed, (size_t)ninitial * sizeof(uint32_t));
+            e->agreed.n = ninitial;
+        }
+    }
+    msgbuf(e, 64);
+    if (e->oom) {
         era_destroy(e);
         return NULL;
     }
-    if (initial_failed) {
-        memcpy(e->agreed, initial_failed, e->W * sizeof(uint64_t));
-        if (n % 64u) e->agreed[e->W - 1] &= ((uint64_t)1 << (n % 64u)) - 1u;
-    }
-    e->agreed_view = view_of(0, 0, 0, e->agreed, e->W);
+    e->agreed_view = view_of(0, 0, 0, &e->agreed);
     return e;
 }
 
 void era_destroy(era_t *e)
 {
     if (!e) return;
-    for (int i = 0; i < ERA_NREC; i++) rec_free_mem(&e->rec[i]);
-    free(e->dead);
-    free(e->agreed);
-    free(e->tmpF);
-    free(e->tmpC);
-    free(e->tmpA);
+    for (int i = 0; i < ERA_NREC; i++) rec_free_mem(e, &e->rec[i]);
+    free(e->dead.v);
+    free(e->agreed.v);
+    free(e->tmpv.F.v);
+    free(e->tmpC.v);
+    free(e->tmpA.v);
     free(e->stack);
     free(e->list);
     free(e->buf);
     free(e);
 }
 
-int era_start(era_t *e, uint64_t flag, const uint64_t *acked, uint64_t *inst)
+static int finish(era_t *e)
 {
-    if (!e) return ERA_EINVAL;
+    if (!e->oom) return ERA_OK;
+    e->oom = 0;
+    return ERA_ENOMEM;
+}
+
+int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
+{
+    if (!e || (nacked && !acked)) return ERA_EINVAL;
+    for (uint32_t i = 0; i < nacked; i++)
+        if (acked[i] >= e->n) return ERA_EINVAL;
     if (e->last_started != e->last_decided) return ERA_EBUSY;
-    if (bit_get(e->agreed, e->me)) return ERA_EPROTO; /* agreed dead: cannot take part */
+    if (us_has(&e->agreed, e->me)) return ERA_EPROTO; /* agreed dead: cannot take part */
     uint64_t id = e->last_started + 1;
     era_rec_t *r = find_rec(e, id);
     if (!r) r = alloc_rec(e, id);
     if (!r) return ERA_ENOMEM;
-    r->n = 0;
-    for (uint32_t k = 0; k < e->n; k++) {
-        if (bit_get(e->agreed, k)) {
-            r->pos[k] = -1;
-        } else {
-            r->pos[k] = (int32_t)r->n;
-            r->L[r->n++] = k;
-        }
-    }
-    r->my = (uint32_t)r->pos[e->me];
+    us_copy(e, &r->A, &e->agreed);
+    r->n = e->n - r->A.n;
+    r->my = pos_of(r, e->me);
     r->agg_flag &= flag;
-    for (size_t i = 0; i < e->W; i++) {
-        uint64_t a = acked ? acked[i] : 0;
-        r->own_acks[i] = a;
-        r->agg_acks[i] &= a;
-    }
-    bit_set(r->agg_contrib, e->me);
+    r->own_acks.n = 0;
+    for (uint32_t i = 0; i < nacked; i++) us_add(e, &r->own_acks, acked[i]);
+    us_copy(e, &r->agg_acks, &r->own_acks);
+    r->acks_all = 0;
+    ivl_add(e, &r->contrib, r->my, r->my + 1);
     r->view = e->agreed_view;
     r->started = 1;
     e->last_started = id;
     /* Messages that arrived before we started: apply those from processes
      * that share our view and are not known dead, in arrival order. */
     for (size_t i = 0; i < r->npend; i++) {
-        if (!bit_get(e->dead, r->pend[i].from)) handle(e, r, r->pend[i].from, r->pend[i].bytes);
+        if (!us_has(&e->dead, r->pend[i].from)) handle(e, r, r->pend[i].from, r->pend[i].bytes);
         free(r->pend[i].bytes);
     }
     r->npend = 0;
@@ -696,38 +930,72 @@ int era_start(era_t *e, uint64_t flag, const uint64_t *acked, uint64_t *inst)
     gc(e, id - 1);
 #endif
     step(e, r);
-    return ERA_OK;
+    return finish(e);
 }
 
-/* Checks a message's framing; fills the header fields. */
-static int parse_header(const era_t *e, const unsigned char *p, size_t len, int *type, int *sub, uint64_t *id,
-                        uint32_t *ballot, uint64_t *view)
+/* Checks a strictly ascending list of `cnt` u32 below `lim` at p. */
+static int check_list(const unsigned char *p, uint32_t cnt, uint32_t lim)
 {
-    size_t W = e->W, need;
-    if (len < ERA_HDR || p[0] != ERA_WIRE_MAGIC || p[1] != ERA_WIRE_VERSION || get_u32(p + 4) != e->n)
+    for (uint32_t i = 0; i < cnt; i++) {
+        uint32_t x = get_u32(p + 4 * (size_t)i);
+        if (x >= lim || (i && x <= get_u32(p + 4 * (size_t)(i - 1)))) return 0;
+    }
+    return 1;
+}
+
+/* Checks a message's framing and content (lists sorted, in range); fills
+ * the header fields. */
+static int parse_header(const era_t *e, const unsigned char *p, size_t len, int *type, int *sub, uint64_t *id)
+{
+    uint32_t n = e->n;
+    if (len < ERA_HDR || p[0] != ERA_WIRE_MAGIC || p[1] != ERA_WIRE_VERSION || get_u32(p + 4) != n)
         return ERA_EPROTO;
     *type = p[2];
     *sub = p[3];
     *id = get_u64(p + 8);
-    *ballot = get_u32(p + 16);
-    *view = get_u64(p + 24);
+    if (*id == 0 || p[20] > 1) return ERA_EPROTO;
+    size_t off = ERA_HDR;
     switch (*type) {
     case MSG_UP:
-    case MSG_RESULT_REQUEST:
+    case MSG_RESULT_REQUEST: {
         if (*sub != HELD_NONE && *sub != HELD_PROPOSAL && *sub != HELD_DECIDED) return ERA_EPROTO;
-        need = ERA_HDR + 8 + 16 * W + (*sub ? 8 + 8 * W : 0);
+        if (len < off + 16) return ERA_EPROTO;
+        uint32_t ni = get_u32(p + off + 8), na = get_u32(p + off + 12);
+        if (ni == 0 || ni > n || na > n) return ERA_EPROTO;
+        off += 16;
+        if (len < off + 8 * (size_t)ni + 4 * (size_t)na) return ERA_EPROTO;
+        uint32_t prev = 0;
+        for (uint32_t i = 0; i < ni; i++, off += 8) {
+            uint32_t lo = get_u32(p + off), hi = get_u32(p + off + 4);
+            if (lo >= hi || hi > n || (i && lo <= prev)) return ERA_EPROTO;
+            prev = hi;
+        }
+        if (!check_list(p + off, na, n)) return ERA_EPROTO;
+        off += 4 * (size_t)na;
+        if (*sub) {
+            if (len < off + 12) return ERA_EPROTO;
+            uint32_t nf = get_u32(p + off + 8);
+            off += 12;
+            if (nf > n || len < off + 4 * (size_t)nf || !check_list(p + off, nf, n)) return ERA_EPROTO;
+            off += 4 * (size_t)nf;
+        }
         break;
-    case MSG_DOWN:
+    }
+    case MSG_DOWN: {
         if (*sub != DOWN_PROPOSE && *sub != DOWN_DECIDE) return ERA_EPROTO;
-        need = ERA_HDR + 8 + 8 * W;
+        if (len < off + 12) return ERA_EPROTO;
+        uint32_t nf = get_u32(p + off + 8);
+        off += 12;
+        if (nf > n || len < off + 4 * (size_t)nf || !check_list(p + off, nf, n)) return ERA_EPROTO;
+        off += 4 * (size_t)nf;
         break;
+    }
     case MSG_ACK:
-        need = ERA_HDR;
         break;
     default:
         return ERA_EPROTO;
     }
-    if (len != need || *id == 0) return ERA_EPROTO;
+    if (len != off) return ERA_EPROTO;
     if (e->mode == ERA_MODE_EARLY &&
         (*type == MSG_ACK || (*type == MSG_DOWN && *sub == DOWN_PROPOSE) ||
          ((*type == MSG_UP || *type == MSG_RESULT_REQUEST) && *sub == HELD_PROPOSAL)))
@@ -735,13 +1003,23 @@ static int parse_header(const era_t *e, const unsigned char *p, size_t len, int 
     return ERA_OK;
 }
 
+static void get_list(era_t *e, const unsigned char *p, uint32_t cnt, uset_t *out)
+{
+    out->n = 0;
+    if (!grow(e, (void **)&out->v, &out->cap, cnt, sizeof(uint32_t))) return;
+    for (uint32_t i = 0; i < cnt; i++) out->v[i] = get_u32(p + 4 * (size_t)i);
+    out->n = cnt;
+}
+
 /* Applies a well-formed message for started instance r. */
 static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p)
 {
-    size_t W = e->W;
     int type = p[2], sub = p[3];
     uint32_t ballot = get_u32(p + 16);
-    era_val_t v = {0, p[20] != 0, e->tmpF};
+    era_val_t *v = &e->tmpv;
+    v->flag = 0;
+    v->err = p[20] != 0;
+    v->F.n = 0;
     if (get_u64(p + 24) != r->view) {
         e->nrejected++; /* sender built a different tree: ignore it */
         return;
@@ -751,58 +1029,57 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
     case MSG_RESULT_REQUEST: {
         size_t off = ERA_HDR;
         uint64_t f = get_u64(p + off);
-        off += 8;
-        get_bitmap(p + off, e->tmpC, W, e->n);
-        off += 8 * W;
-        get_bitmap(p + off, e->tmpA, W, e->n);
-        off += 8 * W;
-        r->agg_flag &= f;
-        for (size_t i = 0; i < W; i++) {
-            r->agg_contrib[i] |= e->tmpC[i];
-            r->agg_acks[i] &= e->tmpA[i];
+        uint32_t ni = get_u32(p + off + 8), na = get_u32(p + off + 12);
+        off += 16;
+        /* Same view, so the same L: intervals must lie inside it. */
+        if (get_u32(p + off + 8 * (size_t)(ni - 1) + 4) > r->n) {
+            e->nrejected++;
+            return;
         }
-        bit_set(r->reported, from);
+        r->agg_flag &= f;
+        for (uint32_t i = 0; i < ni; i++, off += 8) ivl_add(e, &r->contrib, get_u32(p + off), get_u32(p + off + 4));
+        get_list(e, p + off, na, &e->tmpA);
+        off += 4 * (size_t)na;
+        if (r->acks_all) {
+            us_copy(e, &r->agg_acks, &e->tmpA);
+            r->acks_all = 0;
+        } else {
+            us_intersect(&r->agg_acks, &e->tmpA);
+        }
+        us_add(e, &r->reported, from);
         if (sub) {
-            v.flag = get_u64(p + off);
-            off += 8;
-            get_bitmap(p + off, v.F, W, e->n);
+            v->flag = get_u64(p + off);
+            get_list(e, p + off + 12, get_u32(p + off + 8), &v->F);
         }
         if (sub == HELD_DECIDED) {
-            if (!r->decided) decide_now(e, r, ballot, &v);
+            if (!r->decided) decide_now(e, r, ballot, v);
         } else if (sub == HELD_PROPOSAL) {
             if (ballot > r->rb) {
                 r->rb = ballot;
-                val_copy(e, &r->rv, &v);
+                val_copy(e, &r->rv, v);
             }
         }
         if (r->decided) {
             /* Late request: answer from the kept decision. */
-            if (sub != HELD_DECIDED && !bit_get(r->dec_sent, from)) {
-                bit_set(r->dec_sent, from);
-                send_down(e, r, from, DOWN_DECIDE);
-            }
-        } else if (e->mode == ERA_MODE_UNIFORM && r->hb > 0 && r->prop_b == r->hb && !bit_get(r->prop_sent, from)) {
-            bit_set(r->prop_sent, from);
+            if (sub != HELD_DECIDED && us_add(e, &r->dec_sent, from)) send_down(e, r, from, DOWN_DECIDE);
+        } else if (e->mode == ERA_MODE_UNIFORM && r->hb > 0 && r->prop_b == r->hb && us_add(e, &r->prop_sent, from)) {
             send_down(e, r, from, DOWN_PROPOSE);
         }
         break;
     }
     case MSG_DOWN:
-        v.flag = get_u64(p + ERA_HDR);
-        get_bitmap(p + ERA_HDR + 8, v.F, W, e->n);
+        v->flag = get_u64(p + ERA_HDR);
+        get_list(e, p + ERA_HDR + 12, get_u32(p + ERA_HDR + 8), &v->F);
         if (sub == DOWN_DECIDE) {
-            if (!r->decided) decide_now(e, r, ballot, &v);
+            if (!r->decided) decide_now(e, r, ballot, v);
         } else if (r->decided) {
-            if (!bit_get(r->dec_sent, from)) {
-                bit_set(r->dec_sent, from);
-                send_down(e, r, from, DOWN_DECIDE);
-            }
+            if (us_add(e, &r->dec_sent, from)) send_down(e, r, from, DOWN_DECIDE);
         } else if (ballot > r->hb) {
-            propose(e, r, ballot, &v);
+            propose(e, r, ballot, v);
         }
         break;
     case MSG_ACK:
-        if (ballot > r->ackb[from]) r->ackb[from] = ballot;
+        if (ballot > um_get(&r->ackb, from)) um_set(e, &r->ackb, from, ballot);
         break;
     }
 }
@@ -812,11 +1089,10 @@ int era_recv(era_t *e, uint32_t from, const void *msg, size_t len)
     if (!e || !msg || from >= e->n || from == e->me) return ERA_EINVAL;
     const unsigned char *p = msg;
     int type, sub;
-    uint64_t id, view;
-    uint32_t ballot;
-    int rc = parse_header(e, p, len, &type, &sub, &id, &ballot, &view);
+    uint64_t id;
+    int rc = parse_header(e, p, len, &type, &sub, &id);
     if (rc != ERA_OK) return rc;
-    if (bit_get(e->dead, from)) return ERA_OK; /* fencing: never listen to the known dead */
+    if (us_has(&e->dead, from)) return ERA_OK; /* fencing: never listen to the known dead */
 
     int holds_nothing = (type == MSG_UP || type == MSG_RESULT_REQUEST) && sub == HELD_NONE;
     era_rec_t *r = find_rec(e, id);
@@ -850,16 +1126,15 @@ int era_recv(era_t *e, uint32_t from, const void *msg, size_t len)
     }
     handle(e, r, from, p);
     step(e, r);
-    return ERA_OK;
+    return finish(e);
 }
 
 int era_failure(era_t *e, uint32_t rank)
 {
     if (!e || rank >= e->n || rank == e->me) return ERA_EINVAL;
-    if (bit_get(e->dead, rank)) return ERA_OK;
-    bit_set(e->dead, rank);
+    if (!us_add(e, &e->dead, rank)) return finish(e);
     step_all(e);
-    return ERA_OK;
+    return finish(e);
 }
 
 int era_progress(era_t *e)
@@ -869,7 +1144,8 @@ int era_progress(era_t *e)
     return e->last_started != 0 && e->last_decided == e->last_started;
 }
 
-int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, uint64_t *failed)
+int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, const uint32_t **failed,
+             uint32_t *nfailed)
 {
     if (!e || inst == 0) return ERA_EINVAL;
     for (int i = 0; i < ERA_NREC; i++) {
@@ -878,7 +1154,8 @@ int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, ui
         if (!r->decided) return 0;
         if (flag) *flag = r->held.flag;
         if (proc_failed) *proc_failed = r->held.err;
-        if (failed) memcpy(failed, r->held.F, e->W * sizeof(uint64_t));
+        if (failed) *failed = r->full.v;
+        if (nfailed) *nfailed = r->full.n;
         return 1;
     }
     if (inst <= e->gc_floor) return ERA_EGONE;
@@ -886,7 +1163,11 @@ int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, ui
     return ERA_EINVAL;
 }
 
-const uint64_t *era_agreed_failed(const era_t *e) { return e ? e->agreed : NULL; }
+const uint32_t *era_agreed_failed(const era_t *e, uint32_t *n)
+{
+    if (n) *n = e ? e->agreed.n : 0;
+    return e ? e->agreed.v : NULL;
+}
 
 uint64_t era_last_started(const era_t *e) { return e ? e->last_started : 0; }
 
@@ -895,3 +1176,15 @@ uint64_t era_last_decided(const era_t *e) { return e ? e->last_decided : 0; }
 uint64_t era_sent(const era_t *e) { return e ? e->nsent : 0; }
 
 uint64_t era_rejected(const era_t *e) { return e ? e->nrejected : 0; }
+
+size_t era_footprint(const era_t *e)
+{
+    if (!e) return 0;
+    size_t b = e->bytes;
+    for (int i = 0; i < ERA_NREC; i++) {
+        const era_rec_t *r = &e->rec[i];
+        b += r->cappend * sizeof(era_buf_t);
+        for (size_t j = 0; j < r->npend; j++) b += r->pend[j].len;
+    }
+    return b;
+}

@@ -50,6 +50,8 @@ extern "C" {
 #define BMG_EINVAL (-1) /* bad argument */
 #define BMG_ENOMEM (-2) /* allocation failed */
 #define BMG_EPROTO (-3) /* malformed or mismatched message */
+/* (an allocation failure inside an event returns BMG_ENOMEM; the event was
+ * applied but some sends may be missing) */
 
 /* Size in bytes of every message this core emits. */
 #define BMG_MSG_SIZE 16u
@@ -104,6 +106,9 @@ uint64_t bmg_epoch(const bmg_t *b);
 uint32_t bmg_origin(const bmg_t *b);
 /* Number of messages this process has emitted so far. */
 uint64_t bmg_sent(const bmg_t *b);
+/* Bytes of heap this object holds now: O(degree + known failures), no
+ * array of nprocs entries. */
+size_t bmg_footprint(const bmg_t *b);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  *
  * State per process: the highest delivered epoch, the set of ranks known to
  * hold it ("have": ranks we sent it to or received it from), and the set of
- * ranks the failure detector reported dead. Every event ends with the same
+ * ranks the failure detector reported dead, both as sorted rank arrays (so
+ * the state is O(degree + failures), never O(P)). Every event ends with the same
  * idempotent step: compute the effective neighbours under the current dead
  * set and send the current epoch to those not in "have". Because effective
  * neighbour sets only grow (minus dead ranks) as the dead set grows, this one
@@ -34,21 +35,64 @@ struct bmg {
     uint64_t epoch;   /* highest delivered epoch, 0 = none */
     uint32_t origin;  /* origin of the first message carrying `epoch` */
     uint64_t nsent;
-    uint64_t *dead;   /* bitmap: reported crashed */
-    uint64_t *have;   /* bitmap: known to hold `epoch` */
-    uint32_t *targets; /* scratch: effective neighbours */
-    uint32_t *stack;   /* scratch: contraction walk (lean) */
-    uint32_t *stamp;   /* scratch: visit marks (lean) */
-    uint32_t gen;
+    int oom;          /* an allocation failed */
+    size_t bytes;     /* heap held (footprint) */
+    /* Sorted rank arrays: no array of P entries anywhere. */
+    uint32_t *dead, ndead, capdead;   /* reported crashed */
+    uint32_t *have, nhave, caphave;   /* known to hold `epoch` */
+    uint32_t *targets, ntg, captg;    /* scratch: effective neighbours */
+    uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static size_t words_for(uint32_t n) { return ((size_t)n + 63u) / 64u; }
+/* Grows *p (uint32 elements) to hold at least `need`; 0 on failure. */
+static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
+{
+    if (need <= *cap) return 1;
+    uint32_t nc = *cap ? *cap : 8;
+    while (nc < need) nc = nc > UINT32_MAX / 2 ? need : 2 * nc;
+    uint32_t *q = realloc(*p, (size_t)nc * sizeof *q);
+    if (!q) {
+        b->oom = 1;
+        return 0;
+    }
+    b->bytes += ((size_t)nc - *cap) * sizeof *q;
+    *p = q;
+    *cap = nc;
+    return 1;
+}
 
-static int bit_get(const uint64_t *b, uint32_t i) { return (int)((b[i >> 6] >> (i & 63u)) & 1u); }
+static uint32_t lower(const uint32_t *v, uint32_t n, uint32_t x)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
 
-static void bit_set(uint64_t *b, uint32_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63u); }
+static int set_has(const uint32_t *v, uint32_t n, uint32_t x)
+{
+    uint32_t i = lower(v, n, x);
+    return i < n && v[i] == x;
+}
+
+/* Inserts x into the sorted array; 1 if it was new. */
+static int set_add(bmg_t *b, uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t x)
+{
+    uint32_t i = lower(*v, *n, x);
+    if (i < *n && (*v)[i] == x) return 0;
+    if (!grow(b, v, cap, *n + 1)) return 0;
+    memmove(*v + i + 1, *v + i, (size_t)(*n - i) * sizeof **v);
+    (*v)[i] = x;
+    (*n)++;
+    return 1;
+}
+
+static int is_dead(const bmg_t *b, uint32_t r) { return set_has(b->dead, b->ndead, r); }
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -147,72 +191,80 @@ uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
 
 #define MAX_TREE_DEG 40u
 
+/* Appends r to the target list unless present. */
+static void add_target(bmg_t *b, uint32_t r)
+{
+    for (uint32_t i = 0; i < b->ntg; i++)
+        if (b->targets[i] == r) return;
+    if (grow(b, &b->targets, &b->captg, b->ntg + 1)) b->targets[b->ntg++] = r;
+}
+
 /* Flooding: alive +-2^k neighbours, plus the nearest alive rank clockwise and
  * counter-clockwise (walking past dead +-1 neighbours keeps the ring of alive
  * ranks connected). */
 static uint32_t flood_targets(bmg_t *b)
 {
-    uint32_t n = b->n, me = b->me, cnt = 0, cap = n;
-    uint32_t *out = b->targets;
+    uint32_t n = b->n, me = b->me;
+    b->ntg = 0;
     if (n < 2) return 0;
 #ifdef BMG_MUTANT_PLUS1_ONLY
-    out[cnt++] = (me + 1) % n;
-    (void)cap;
-    return cnt;
+    add_target(b, (me + 1) % n);
+    return b->ntg;
 #else
     for (uint32_t d = 1; d < n; d++) {
         uint32_t r = (uint32_t)(((uint64_t)me + d) % n);
-        if (!bit_get(b->dead, r)) {
-            add_unique(out, &cnt, cap, r);
+        if (!is_dead(b, r)) {
+            add_target(b, r);
             break;
         }
     }
     for (uint32_t d = 1; d < n; d++) {
         uint32_t r = (uint32_t)(((uint64_t)me + n - d) % n);
-        if (!bit_get(b->dead, r)) {
-            add_unique(out, &cnt, cap, r);
+        if (!is_dead(b, r)) {
+            add_target(b, r);
             break;
         }
     }
     for (uint64_t d = 2; d < n; d <<= 1) {
         uint32_t up = (uint32_t)((me + d) % n), down = (uint32_t)((me + n - d) % n);
-        if (up != me && !bit_get(b->dead, up)) add_unique(out, &cnt, cap, up);
-        if (down != me && !bit_get(b->dead, down)) add_unique(out, &cnt, cap, down);
+        if (up != me && !is_dead(b, up)) add_target(b, up);
+        if (down != me && !is_dead(b, down)) add_target(b, down);
     }
-    return cnt;
+    return b->ntg;
 #endif
 }
 
 /* Lean: the spanning tree with every dead vertex contracted into its
  * neighbours: the targets are the alive vertices reachable from `me` along
- * tree paths whose inner vertices are all dead. */
+ * tree paths whose inner vertices are all dead. A tree has no cycles, so the
+ * walk needs no visit marks: it never goes back to the vertex it came from. */
 static uint32_t lean_targets(bmg_t *b)
 {
-    uint32_t n = b->n, cnt = 0, sp = 0, nb[MAX_TREE_DEG];
+    uint32_t n = b->n, sp = 0, nb[MAX_TREE_DEG];
+    b->ntg = 0;
     if (n < 2) return 0;
-    if (++b->gen == 0) { /* wrapped: reset marks */
-        memset(b->stamp, 0, (size_t)n * sizeof *b->stamp);
-        b->gen = 1;
-    }
-    b->stamp[b->me] = b->gen;
+    if (!grow(b, &b->stack, &b->capstack, 2)) return 0;
     b->stack[sp++] = b->me;
+    b->stack[sp++] = b->me; /* "came from itself": nothing excluded */
     while (sp > 0) {
-        uint32_t u = b->stack[--sp];
+        uint32_t from = b->stack[--sp], u = b->stack[--sp];
         uint32_t k = bmg_tree_neighbors(n, u, nb, MAX_TREE_DEG);
         for (uint32_t i = 0; i < k && i < MAX_TREE_DEG; i++) {
             uint32_t w = nb[i];
-            if (b->stamp[w] == b->gen) continue;
-            b->stamp[w] = b->gen;
-            if (!bit_get(b->dead, w)) {
-                b->targets[cnt++] = w;
+            if (w == from || w == b->me) continue;
+            if (!is_dead(b, w)) {
+                add_target(b, w);
             } else {
 #ifndef BMG_MUTANT_LEAN_NO_BYPASS
-                b->stack[sp++] = w; /* dead: look through it */
+                if (grow(b, &b->stack, &b->capstack, sp + 2)) { /* dead: look through it */
+                    b->stack[sp++] = w;
+                    b->stack[sp++] = u;
+                }
 #endif
             }
         }
     }
-    return cnt;
+    return b->ntg;
 }
 
 /* Send the current epoch to every effective neighbour not known to hold it. */
@@ -229,8 +281,7 @@ static void forward(bmg_t *b)
     put_u64(msg + 8, b->epoch);
     for (uint32_t i = 0; i < cnt; i++) {
         uint32_t t = b->targets[i];
-        if (t == b->me || bit_get(b->have, t)) continue;
-        bit_set(b->have, t);
+        if (t == b->me || !set_add(b, &b->have, &b->nhave, &b->caphave, t)) continue;
         b->nsent++;
         if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
     }
@@ -242,10 +293,17 @@ static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
 {
     b->epoch = epoch;
     b->origin = origin;
-    memset(b->have, 0, words_for(b->n) * sizeof *b->have);
-    if (from >= 0) bit_set(b->have, (uint32_t)from);
+    b->nhave = 0;
+    if (from >= 0) set_add(b, &b->have, &b->nhave, &b->caphave, (uint32_t)from);
     forward(b);
     if (b->cb.deliver) b->cb.deliver(b->ctx, origin, epoch);
+}
+
+static int finish(bmg_t *b)
+{
+    if (!b->oom) return BMG_OK;
+    b->oom = 0;
+    return BMG_ENOMEM;
 }
 
 /* ---- public state machine -------------------------------------------------- */
@@ -255,21 +313,12 @@ bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_call
     if (n == 0 || me >= n || (variant != BMG_VARIANT_FLOOD && variant != BMG_VARIANT_LEAN)) return NULL;
     bmg_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
-    size_t w = words_for(n);
     b->n = n;
     b->me = me;
     b->variant = variant;
     if (cb) b->cb = *cb;
     b->ctx = ctx;
-    b->dead = calloc(w, sizeof *b->dead);
-    b->have = calloc(w, sizeof *b->have);
-    b->targets = calloc(n, sizeof *b->targets);
-    b->stack = calloc(n, sizeof *b->stack);
-    b->stamp = calloc(n, sizeof *b->stamp);
-    if (!b->dead || !b->have || !b->targets || !b->stack || !b->stamp) {
-        bmg_destroy(b);
-        return NULL;
-    }
+    b->bytes = sizeof *b;
     return b;
 }
 
@@ -280,7 +329,6 @@ void bmg_destroy(bmg_t *b)
     free(b->have);
     free(b->targets);
     free(b->stack);
-    free(b->stamp);
     free(b);
 }
 
@@ -289,7 +337,7 @@ int bmg_broadcast(bmg_t *b, uint64_t epoch)
     if (!b || epoch == 0) return BMG_EINVAL;
     if (epoch <= b->epoch) return BMG_OK;
     adopt(b, epoch, b->me, -1);
-    return BMG_OK;
+    return finish(b);
 }
 
 int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
@@ -305,22 +353,24 @@ int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
     if (epoch > b->epoch) {
         adopt(b, epoch, origin, from);
     } else if (epoch == b->epoch) {
-        bit_set(b->have, from); /* duplicate: the sender holds it, never send it back */
+        set_add(b, &b->have, &b->nhave, &b->caphave, from); /* duplicate: the sender holds it, never send it back */
     }
     /* epoch < b->epoch: stale, superseded by what we already forwarded */
-    return BMG_OK;
+    return finish(b);
 }
 
 int bmg_failure(bmg_t *b, uint32_t rank)
 {
     if (!b || rank >= b->n) return BMG_EINVAL;
-    if (rank == b->me || bit_get(b->dead, rank)) return BMG_OK;
-    bit_set(b->dead, rank);
+    if (rank == b->me || is_dead(b, rank)) return BMG_OK;
+    set_add(b, &b->dead, &b->ndead, &b->capdead, rank);
 #ifndef BMG_MUTANT_NO_REFORWARD
     if (b->epoch) forward(b); /* replacement neighbours, if the dead one was on our path */
 #endif
-    return BMG_OK;
+    return finish(b);
 }
+
+size_t bmg_footprint(const bmg_t *b) { return b ? b->bytes : 0; }
 
 uint64_t bmg_epoch(const bmg_t *b) { return b ? b->epoch : 0; }
 
