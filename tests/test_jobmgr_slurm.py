@@ -1,0 +1,148 @@
+"""The Slurm adapter against real daemons: generated job scripts submitted with sbatch.
+
+The module starts one test cluster (ftslide/slurmcluster.py): munged, slurmctld and three
+slurmd, each slurmd in a network namespace of its own (198.19.0.1-3, 2 CPUs each), and
+stops it at the end whatever happened: no daemon, namespace or file is left. Job states
+come from ``scontrol show job`` (there is no slurmdbd, so no sacct) and results from the
+job's output file, which holds the ranks' ``ftcheck`` lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from ftslide import slurmcluster
+from ftslide.slurmcluster import SlurmCluster
+from mpiharness import MpiRun, parse_run
+from test_build import ftslide
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(os.geteuid() != 0, reason="a Slurm test cluster needs root"),
+              pytest.mark.timeout(180)]
+
+NODES, CPUS = 3, 2
+
+
+def namespaces() -> set[str]:
+    return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+
+
+def assert_gone(cluster: SlurmCluster) -> None:
+    left = {ns for ns in namespaces() if ns.startswith(cluster.prefix)}
+    assert not left, f"namespaces left: {left}"
+    assert not cluster.directory.exists()
+    assert not slurmcluster._marked_pids(cluster.marker), "cluster processes left running"
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[SlurmCluster]:
+    cluster = SlurmCluster.start(nodes=NODES, cpus=CPUS)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        assert_gone(cluster)
+
+
+@pytest.fixture
+def submit(slurm: SlurmCluster, tmp_path: Path) -> Callable[..., tuple[dict[str, str], MpiRun]]:
+    """Generate a Slurm script with 'ftslide jobscript', sbatch it, wait; return (scontrol fields, output)."""
+
+    def run(*command: str, nodes: int = NODES, per_node: int = CPUS, env: tuple[str, ...] = (),
+            timeout: float = 90) -> tuple[dict[str, str], MpiRun]:
+        script, output = tmp_path / "job.sh", tmp_path / "job.out"
+        made = ftslide("jobscript", "slurm", "--nodes", str(nodes), "--ntasks-per-node", str(per_node),
+                       "--time", "5", "--job-output", str(output), *(f"--env={e}" for e in env),
+                       "-o", str(script), "--", *slurm.mpirun_options(), *command)
+        assert made.returncode == 0, made.stderr
+        fields = slurm.wait(slurm.sbatch(script), timeout=timeout)
+        text = output.read_text() if output.exists() else ""
+        return fields, parse_run(0, text, text)
+
+    return run
+
+
+def test_cluster_has_one_slurmd_per_namespace(slurm: SlurmCluster) -> None:
+    """Three idle nodes; a job step's tasks run in three different network namespaces."""
+    assert slurm.node_states() == {slurm.node_name(k): "idle" for k in range(NODES)}
+    out = slurm.command(["srun", f"-N{NODES}", "-l", "sh", "-c", "echo $(hostname) $(readlink /proc/self/ns/net)"],
+                        timeout=30).stdout
+    lines = sorted(line.split(": ", 1)[1] for line in out.splitlines())
+    assert [line.split()[0] for line in lines] == [slurm.node_name(k) for k in range(NODES)]
+    assert len({line.split()[1] for line in lines}) == NODES
+
+
+def test_rank_killed_job_completes(submit, mpi_program) -> None:
+    """np 6 on 3 nodes; rank 3 (on the second node) SIGKILLs itself after a barrier. The survivors
+    shrink with and without revoke and finish; the job ends COMPLETED with exit code 0."""
+    fields, run = submit(str(mpi_program("conformance/shrink.c")), env=("FTSLIDE_KILL=3@after_barrier",))
+    assert run.killed == {3: "after_barrier"}, run.describe()
+    survivors = [0, 1, 2, 4, 5]
+    for key, value in (("a_size", "5"), ("b_size", "5"), ("b_order", "0,1,2,4,5"), ("b_sum", "5"),
+                       ("revoke_b", "MPI_SUCCESS"), ("finished", "1")):
+        assert run.values(key, survivors) == dict.fromkeys(survivors, value), (key, run.describe())
+    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (fields, run.describe())
+
+
+def test_daemon_step_keeps_running_after_failures(submit) -> None:
+    """PRRTE starts its daemons with srun (plm slurm) and the options of the script: the step
+    neither ends with a failed node nor when a daemon exits badly. (With --with-ft ulfm PRRTE
+    leaves out its own --kill-on-bad-exit.)"""
+    fields, run = submit("--prtemca", "plm_base_verbose", "5", "hostname")
+    srun = [line for line in run.stdout.splitlines() if line.strip().startswith("srun ")]
+    assert srun, run.describe()
+    words = srun[0].split()
+    assert "--no-kill" in words and "--kill-on-bad-exit=0" in words, srun[0]
+    assert "--kill-on-bad-exit" not in words, srun[0]
+    assert f"--ntasks={NODES - 1}" in words, srun[0]  # one prted per other node
+    assert fields["JobState"] == "COMPLETED", fields
+
+
+def test_failing_program_fails_the_job(submit) -> None:
+    """The script exits with mpirun's status, so Slurm records a failed program as FAILED."""
+    fields, run = submit("false", nodes=1, per_node=1)
+    assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "1:0"), (fields, run.describe())
+    assert "ftslide job: mpirun exited with status 1" in run.stdout
+
+
+@pytest.mark.skip(reason="needs the PRRTE node-loss patch (jobmgr-adapters/prrte), not in the build yet: "
+                  "today PRRTE ends the job when it loses a daemon (docs/jobmgr.md)")
+def test_node_killed_job_completes(slurm: SlurmCluster, submit, mpi_program, tmp_path: Path) -> None:
+    """np 6 on 3 nodes; every process of the third node (slurmd, step, prted, ranks 4 and 5) is
+    SIGKILLed once all ranks are ready. The survivors revoke, shrink to 4 and finish COMPLETED."""
+    program = mpi_program("jobmgr/node_loss.c")
+    script, output = tmp_path / "job.sh", tmp_path / "job.out"
+    made = ftslide("jobscript", "slurm", "--nodes", str(NODES), "--ntasks-per-node", str(CPUS), "--time", "5",
+                   "--job-output", str(output), f"--env=FTSLIDE_DOOMED_HOST={slurm.node_name(2)}",
+                   "-o", str(script), "--", *slurm.mpirun_options(), str(program))
+    assert made.returncode == 0, made.stderr
+    job = slurm.sbatch(script)
+    deadline = time.monotonic() + 60
+    while (output.read_text().count(" ready=") if output.exists() else 0) < NODES * CPUS:
+        assert time.monotonic() < deadline, output.read_text() if output.exists() else "no output"
+        time.sleep(0.2)
+    assert slurm.kill_node(2) > 0
+    fields = slurm.wait(job, timeout=90)
+    text = output.read_text()
+    run = parse_run(0, text, text)
+    survivors = [0, 1, 2, 3]
+    assert run.values("size", survivors) == dict.fromkeys(survivors, "4"), run.describe()
+    assert run.values("finished", survivors) == dict.fromkeys(survivors, "1"), run.describe()
+    assert fields["JobState"] == "COMPLETED", fields
+
+
+def test_cluster_stop_leaves_nothing() -> None:
+    """A second, one-node cluster: after stop() no namespace, directory or process of it is left,
+    and stop() may be called again."""
+    cluster = SlurmCluster.start(nodes=1, cpus=1)
+    try:
+        assert cluster.node_states() == {cluster.node_name(0): "idle"}
+    finally:
+        cluster.stop()
+    assert_gone(cluster)
+    cluster.stop()
