@@ -136,7 +136,7 @@ def render(request: Request, prefix: Path, invocation: str | None = None) -> str
                          f"mpiprocs={request.ntasks_per_node}",
                          "#PBS -l place=scatter",
                          "#PBS -W tolerate_node_failures=all"]
-            keepalive = ("# tolerate_node_failures=all (PBS Pro 18 and later, OpenPBS): the job keeps running\n"
+            keepalive = ("# tolerate_node_failures=all (PBS Professional, OpenPBS): the job keeps running\n"
                          "# when a sister node fails, at start or later; a dead rank or node reaches the\n"
                          "# program as a ULFM process failure instead of ending the job.")
         else:
