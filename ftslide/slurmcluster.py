@@ -194,7 +194,7 @@ class SlurmCluster:
         d = self.directory
         # munged insists that every directory above its socket is executable by all.
         d.chmod(0o755)
-        for sub in ("state", "spool", "run", "log", "munge-socket", "jobs"):
+        for sub in ("state", "spool", "run", "log", "munge-socket"):
             (d / sub).mkdir(mode=0o755)
         (d / "munge").mkdir(mode=0o700)
         key = d / "munge" / "munge.key"
