@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -18,6 +19,7 @@ from typing import Callable, Iterator
 import pytest
 
 from ftslide import slurmcluster
+from ftslide.errors import FtslideError
 from ftslide.slurmcluster import SlurmCluster
 from mpiharness import MpiRun, parse_run
 from test_build import ftslide
@@ -134,6 +136,26 @@ def test_node_killed_job_completes(slurm: SlurmCluster, submit, mpi_program, tmp
     assert run.values("size", survivors) == dict.fromkeys(survivors, "4"), run.describe()
     assert run.values("finished", survivors) == dict.fromkeys(survivors, "1"), run.describe()
     assert fields["JobState"] == "COMPLETED", fields
+
+
+def test_failed_start_is_rolled_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start that fails after the namespaces exist removes them and its directory, and says why;
+    a bad size is refused before anything is made."""
+    before = set(Path(tempfile.gettempdir()).glob("ftslide-slurm-*"))
+    with pytest.raises(FtslideError, match="1-200 nodes"):
+        SlurmCluster.start(nodes=0)
+    made: list[SlurmCluster] = []
+
+    def fail(self: SlurmCluster) -> None:
+        made.append(self)
+        assert {self.node_name(0), self.hub} <= namespaces()
+        raise FtslideError("slurmctld did not start (test)")
+
+    monkeypatch.setattr(SlurmCluster, "_start_daemons", fail)
+    with pytest.raises(FtslideError, match="slurmctld did not start"):
+        SlurmCluster.start(nodes=2, cpus=1)
+    assert_gone(made[0])
+    assert set(Path(tempfile.gettempdir()).glob("ftslide-slurm-*")) == before
 
 
 def test_cluster_stop_leaves_nothing() -> None:
