@@ -28,8 +28,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, required=True, metavar="N", help="nodes to allocate")
     parser.add_argument("--ntasks-per-node", type=int, required=True, metavar="K",
                         help="MPI processes per node; the job runs N*K of them unless the mpirun options give -np")
-    parser.add_argument("--time", metavar="LIMIT", help="time limit: minutes (30) or H:MM:SS; default: the "
-                        "manager's default")
+    parser.add_argument("--time", metavar="LIMIT", help="time limit: minutes (30), H:MM:SS or D-HH:MM:SS; default: "
+                        "the manager's default")
     parser.add_argument("--name", default="ftslide", help="job name (default ftslide)")
     parser.add_argument("--queue", metavar="Q", help="partition (Slurm) or queue (PBS, Torque, Flux)")
     parser.add_argument("--job-output", metavar="PATH", help="where the job's output goes (manager's default "
@@ -40,7 +40,11 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="write the script to FILE (executable) instead of standard output")
 
 
+USAGE = f"ftslide {NAME} MANAGER --nodes N --ntasks-per-node K [options] -- [mpirun options] PROGRAM [ARGS]"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = USAGE
     _add_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- [mpirun options] PROGRAM [ARGS]",
                         help="what the job runs, after '--'; PROGRAM is checked here and given by absolute path")
@@ -50,9 +54,7 @@ def parse(rest: list[str]) -> argparse.Namespace:
     """Options before '--', the job's command after it."""
     from ..cli import _Parser
 
-    parser = _Parser(prog=f"ftslide {NAME}", description=HELP,
-                     usage=f"ftslide {NAME} MANAGER --nodes N --ntasks-per-node K [options] "
-                     "-- [mpirun options] PROGRAM [ARGS]")
+    parser = _Parser(prog=f"ftslide {NAME}", description=HELP, usage=USAGE)
     _add_options(parser)
     if "--" in rest:
         cut = rest.index("--")
