@@ -27,6 +27,9 @@ _TEMPLATE = {"slurm": "slurm/job.sh.in", "pbs": "pbs/job.sh.in", "torque": "pbs/
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,62}")
 _QUEUE = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _NP_OPTIONS = {"np", "n", "c"}
+# srun options of the step in which PRRTE starts its daemons under Slurm (plm_slurm_args):
+# the step outlives a failed node and a daemon's non-zero exit.
+SLURM_STEP_OPTIONS = "--no-kill --kill-on-bad-exit=0"
 
 
 @dataclass
@@ -122,7 +125,8 @@ def render(request: Request, prefix: Path, invocation: str | None = None) -> str
         np_text = None
 
     directives: list[str] = []
-    values = {"@NAME@": request.name, "@NODES@": str(request.nodes), "@PPN@": str(request.ntasks_per_node)}
+    values = {"@NAME@": request.name, "@NODES@": str(request.nodes), "@PPN@": str(request.ntasks_per_node),
+              "@SRUN_OPTIONS@": SLURM_STEP_OPTIONS}
     if manager == "slurm":
         if seconds is not None:
             directives.append(f"#SBATCH --time={hms(seconds)}")

@@ -143,6 +143,9 @@ class SlurmCluster:
     namespaces: list[str] = field(default_factory=list)
     daemons: list[subprocess.Popen] = field(default_factory=list)
     marker: str = ""
+    # slurmd of each node, and daemons that were killed on purpose (kill_node)
+    slurmd: dict[int, subprocess.Popen] = field(default_factory=dict)
+    killed: set[int] = field(default_factory=set)
 
     # ---- set-up ------------------------------------------------------------------
 
@@ -236,10 +239,17 @@ class SlurmCluster:
         """Environment for Slurm commands and daemons of this cluster."""
         return {**os.environ, "SLURM_CONF": str(self.conf), self.marker.split("=")[0]: self.marker.split("=")[1]}
 
-    def _spawn(self, argv: list[str], log: str) -> None:
+    def _spawn(self, argv: list[str], log: str) -> subprocess.Popen:
         with open(self.directory / "log" / log, "ab") as out:
-            self.daemons.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                                 env=self.environment(), start_new_session=True))
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                    env=self.environment(), start_new_session=True)
+        self.daemons.append(proc)
+        return proc
+
+    def _start_slurmd(self, node: int) -> None:
+        self.slurmd[node] = self._spawn(
+            self._in_node(node, ["/usr/sbin/slurmd", "-D", "-N", self.node_name(node), "-f", str(self.conf)]),
+            f"slurmd-{node}.out")
 
     def _in_node(self, node: int, argv: list[str]) -> list[str]:
         """argv run in node ``node``'s network namespace, in a UTS namespace named after the node."""
@@ -256,13 +266,12 @@ class SlurmCluster:
         self._wait_for(lambda: self.munge_socket.is_socket(), 10, "munged did not create its socket")
         self._spawn(self._in_node(0, ["/usr/sbin/slurmctld", "-D", "-i", "-f", str(self.conf)]), "slurmctld.out")
         for k in range(self.nodes):
-            self._spawn(self._in_node(k, ["/usr/sbin/slurmd", "-D", "-N", self.node_name(k), "-f", str(self.conf)]),
-                        f"slurmd-{k}.out")
+            self._start_slurmd(k)
 
     def _wait_for(self, ready, timeout: float, message: str) -> None:
         deadline = time.monotonic() + timeout
         while not ready():
-            dead = [p for p in self.daemons if p.poll() is not None]
+            dead = [p for p in self.daemons if p.pid not in self.killed and p.poll() is not None]
             if dead:
                 raise FtslideError(f"{message}: {' '.join(map(str, dead[0].args[-6:]))} exited with "
                                    f"{dead[0].returncode} (logs in {self.directory / 'log'})")
@@ -320,7 +329,23 @@ class SlurmCluster:
 
     def kill_node(self, node: int) -> int:
         """A whole-node failure: SIGKILL everything in node ``node`` (slurmd, steps, daemons, ranks)."""
+        if node in self.slurmd:
+            self.killed.add(self.slurmd[node].pid)
         return kill_namespace(self.node_name(node))
+
+    def restart_node(self, node: int, timeout: float = 60) -> None:
+        """Start node ``node``'s slurmd again after kill_node and wait until every node is idle."""
+        self.kill_node(node)  # nothing of the old node may linger
+        self._start_slurmd(node)
+        # ReturnToService=2 puts a DOWN node back in service once its slurmd registers; a node
+        # that went down while it was still allocated may need an explicit resume.
+        deadline = time.monotonic() + timeout
+        while self.node_states().get(self.node_name(node)) != "idle" and time.monotonic() < deadline:
+            if self.node_states().get(self.node_name(node), "").startswith(("down", "drain", "fail")):
+                self.command(["scontrol", "update", f"nodename={self.node_name(node)}", "state=resume"],
+                             check=False)
+            time.sleep(0.5)
+        self.wait_idle(max(1.0, deadline - time.monotonic()))
 
     def mpirun_options(self) -> list[str]:
         """mpirun options for jobs on this cluster: PRRTE and MPI traffic on the cluster network only."""

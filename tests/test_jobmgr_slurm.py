@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from ftslide import slurmcluster
+from ftslide import jobscript, slurmcluster
 from ftslide.errors import FtslideError
 from ftslide.slurmcluster import SlurmCluster
 from mpiharness import MpiRun, parse_run
@@ -110,6 +110,51 @@ def test_failing_program_fails_the_job(submit) -> None:
     fields, run = submit("false", nodes=1, per_node=1)
     assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "1:0"), (fields, run.describe())
     assert "ftslide job: mpirun exited with status 1" in run.stdout
+
+
+def node_failure_job(slurm: SlurmCluster, tmp_path: Path, keep_alive: bool) -> tuple[dict[str, str], str]:
+    """A batch job on all nodes whose step runs one task per node; the third node is killed once
+    every task has started. With ``keep_alive`` the job and the step carry the adapter's options
+    (sbatch --no-kill; srun with jobscript.SLURM_STEP_OPTIONS), without it Slurm's defaults (and
+    --no-requeue, so that the killed job is not queued again)."""
+    output, script = tmp_path / f"node-{keep_alive}.out", tmp_path / f"node-{keep_alive}.sh"
+    script.write_text("\n".join([
+        "#!/bin/bash",
+        f"#SBATCH --nodes={NODES}", "#SBATCH --ntasks-per-node=1", f"#SBATCH --output={output}",
+        "#SBATCH --no-kill" if keep_alive else "#SBATCH --no-requeue",
+        f"srun {jobscript.SLURM_STEP_OPTIONS if keep_alive else ''} "
+        "sh -c 'echo started $(hostname); sleep 5; echo finished $(hostname)'",
+        'echo "step exit $?"', "echo script goes on", ""]))
+    job = slurm.sbatch(script)
+    try:
+        deadline = time.monotonic() + 60
+        while (output.read_text().count("started ") if output.exists() else 0) < NODES:
+            assert time.monotonic() < deadline, output.read_text() if output.exists() else "no output"
+            time.sleep(0.2)
+        assert slurm.kill_node(NODES - 1) > 0
+        fields = slurm.wait(job, timeout=90)
+    finally:
+        slurm.restart_node(NODES - 1)
+    return fields, output.read_text()
+
+
+def test_node_loss_keeps_allocation_and_step_with_adapter_options(slurm: SlurmCluster, tmp_path: Path) -> None:
+    """Slurm's part of surviving a node: with the adapter's sbatch and srun options, every process of
+    the third node is SIGKILLed (slurmd included) while a step runs; srun reports the node failure,
+    the tasks of the other nodes finish, the batch script goes on and the job ends COMPLETED.
+    (PRRTE's part is test_node_killed_job_completes.)"""
+    fields, text = node_failure_job(slurm, tmp_path, keep_alive=True)
+    finished = sorted(line.split()[1] for line in text.splitlines() if line.startswith("finished "))
+    assert finished == [slurm.node_name(0), slurm.node_name(1)], text
+    assert f"Node failure on {slurm.node_name(NODES - 1)}" in text and "script goes on" in text, text
+    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (fields, text)
+
+
+def test_node_loss_ends_job_without_adapter_options(slurm: SlurmCluster, tmp_path: Path) -> None:
+    """The control: the same job with Slurm's defaults ends NODE_FAIL. (Whether its script still prints
+    a line before slurmctld kills it is a race, so only the state is checked.)"""
+    fields, text = node_failure_job(slurm, tmp_path, keep_alive=False)
+    assert fields["JobState"] == "NODE_FAIL", (fields, text)
 
 
 @pytest.mark.skip(reason="needs the PRRTE node-loss patch (jobmgr-adapters/prrte), not in the build yet: "
