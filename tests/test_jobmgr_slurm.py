@@ -169,12 +169,15 @@ def test_node_killed_job_completes(slurm: SlurmCluster, submit, mpi_program, tmp
                    "-o", str(script), "--", *slurm.mpirun_options(), str(program))
     assert made.returncode == 0, made.stderr
     job = slurm.sbatch(script)
-    deadline = time.monotonic() + 60
-    while (output.read_text().count(" ready=") if output.exists() else 0) < NODES * CPUS:
-        assert time.monotonic() < deadline, output.read_text() if output.exists() else "no output"
-        time.sleep(0.2)
-    assert slurm.kill_node(2) > 0
-    fields = slurm.wait(job, timeout=90)
+    try:
+        deadline = time.monotonic() + 60
+        while (output.read_text().count(" ready=") if output.exists() else 0) < NODES * CPUS:
+            assert time.monotonic() < deadline, output.read_text() if output.exists() else "no output"
+            time.sleep(0.2)
+        assert slurm.kill_node(2) > 0
+        fields = slurm.wait(job, timeout=90)
+    finally:
+        slurm.restart_node(2)
     text = output.read_text()
     run = parse_run(0, text, text)
     survivors = [0, 1, 2, 3]
