@@ -158,7 +158,10 @@ void crash(uint32_t me, bool add_entry)
             sg4::Actor::create("w" + std::to_string(r), G.mbox_host[r], [r, detect] {
                 sg4::Actor::self()->daemonize();
                 sg4::this_actor::sleep_for(detect);
-                G.mbox[r]->put_init(new Msg{WAKE, {}}, 0)->detach();
+                // A blocking put, not a detached one: SimGrid 3.32 finishes a
+                // detached comm whose sender has exited by scanning a list of
+                // such comms (quadratic with P wakers per crash).
+                G.mbox[r]->put(new Msg{WAKE, {}}, 0);
             });
         }
     }
