@@ -157,6 +157,12 @@ def test_check_cli_exhaustive_p3_passes() -> None:
         assert f"proto={proto} " in proc.stdout
 
 
+def test_check_cli_binary_tree_passes_and_is_named() -> None:
+    proc = ftslide("protocols", "check", "--p", "3", "--exhaustive", "--proto", "era-early", "--tree", "binary")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "result: PASS" in proc.stdout and "tree=binary" in proc.stdout
+
+
 @pytest.mark.parametrize("args, needle", [
     (["simulate", "--p", "abc"], "bad process counts"),
     (["simulate", "--p", "1"], "between 2 and"),

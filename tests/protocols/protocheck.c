@@ -272,8 +272,8 @@ static int run_random(const opts_t *o)
             fprintf(stderr, "  ... %" PRIu64 "/%" PRIu64 " schedules, %" PRIu64 " violations\n", i + 1, n, found);
         }
     }
-    printf("protocheck: proto=%s mode=random P=%u-%u schedules=%" PRIu64 " master-seed=0x%" PRIx64 "%s\n", o->proto_name,
-           o->pmin, o->pmax, n, ms, o->argv_extra);
+    printf("protocheck: proto=%s mode=random P=%u-%u schedules=%" PRIu64 " master-seed=0x%" PRIx64 "%s%s\n", o->proto_name,
+           o->pmin, o->pmax, n, ms, is_era(o) ? (o->tree ? " tree=binary" : " tree=binomial") : "", o->argv_extra);
     print_header();
     row_t all;
     memset(&all, 0, sizeof all);
@@ -497,8 +497,9 @@ static int run_exhaustive(const opts_t *o)
     if (x.link_bound == UINT32_MAX) snprintf(lbuf, sizeof lbuf, "inf");
     else snprintf(lbuf, sizeof lbuf, "%u", x.link_bound);
     if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
-    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s\n", o->proto_name, o->pmin,
-           o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf);
+    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s\n", o->proto_name,
+           o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
+           is_era(o) ? (o->tree ? " tree=binary" : " tree=binomial") : "");
     print_header();
     for (int i = 0; i < nrows; i++) {
         print_row(&rows[i], NULL);

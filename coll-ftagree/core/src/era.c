@@ -40,6 +40,8 @@
  *                            acknowledged set instead of the merged one.
  *   ERA_MUTANT_NO_ACK_WAIT   uniform mode: the root decides as soon as it
  *                            proposes, without waiting for the ACK wave.
+ *   ERA_MUTANT_FIRST_INTERVAL a report's contributor list is merged only up
+ *                            to its first interval (a sparse-encoding bug).
  */
 #include "era.h"
 
@@ -1037,7 +1039,12 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
             return;
         }
         r->agg_flag &= f;
-        for (uint32_t i = 0; i < ni; i++, off += 8) ivl_add(e, &r->contrib, get_u32(p + off), get_u32(p + off + 4));
+        for (uint32_t i = 0; i < ni; i++, off += 8) {
+#ifdef ERA_MUTANT_FIRST_INTERVAL
+            if (i > 0) continue;
+#endif
+            ivl_add(e, &r->contrib, get_u32(p + off), get_u32(p + off + 4));
+        }
         get_list(e, p + off, na, &e->tmpA);
         off += 4 * (size_t)na;
         if (r->acks_all) {
