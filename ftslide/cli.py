@@ -17,7 +17,8 @@ from .errors import FtslideError
 from .mpi import ensure_stdin
 
 # Sub-command modules under ftslide/commands, in the order --help lists them.
-COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster", "jobscript"]
+COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster", "jobscript",
+            "notify"]
 
 
 class _Parser(argparse.ArgumentParser):

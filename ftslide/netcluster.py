@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .errors import FtslideError
 from .native import REPO
+from .mpi import MULTINODE_ULFM_OPTIONS
 from .ompi_build import cache_root
 
 if TYPE_CHECKING:
@@ -414,10 +415,16 @@ def namespace_pids(netns: str) -> list[int]:
 
 
 def kill_namespace(netns: str) -> int:
-    """SIGKILL every process in ``netns`` (stopped first, so none can fork a new one); return the count."""
+    """SIGKILL every process in ``netns``; return the count."""
+    return kill_namespaces([netns])
+
+
+def kill_namespaces(namespaces: Sequence[str]) -> int:
+    """SIGKILL every process in ``namespaces`` at once: all are stopped first (so none can fork a new
+    one or notice the others go), then all are killed; return the count."""
     killed: set[int] = set()
     for _ in range(20):
-        pids = [pid for pid in namespace_pids(netns) if pid not in killed]
+        pids = [pid for netns in namespaces for pid in namespace_pids(netns) if pid not in killed]
         if not pids:
             break
         for sig in (signal.SIGSTOP, signal.SIGKILL):
@@ -431,13 +438,14 @@ def kill_namespace(netns: str) -> int:
     return len(killed)
 
 
-def kill_node(name: str, node: int) -> int:
-    """SIGKILL every process of node ``node``; return how many were killed."""
+def kill_nodes(name: str, nodes: Sequence[int]) -> int:
+    """SIGKILL every process of each node in ``nodes`` at once; return how many were killed."""
     _require_root()
     cluster = load(name)
-    if not 0 <= node < cluster.nodes:
-        raise FtslideError(f"cluster {name!r} has no node {node}: nodes are 0..{cluster.nodes - 1}")
-    return kill_namespace(cluster.namespace(node))
+    for node in nodes:
+        if not 0 <= node < cluster.nodes:
+            raise FtslideError(f"cluster {name!r} has no node {node}: nodes are 0..{cluster.nodes - 1}")
+    return kill_namespaces([cluster.namespace(node) for node in nodes])
 
 
 # ---- MPI -------------------------------------------------------------------------
@@ -451,7 +459,8 @@ def mpirun_options(cluster: Cluster) -> list[str]:
             "--prtemca", "plm_ssh_no_tree_spawn", "1",
             "--prtemca", "oob_tcp_if_include", subnet,
             "--mca", "btl", "tcp,self",
-            "--mca", "btl_tcp_if_include", subnet]
+            "--mca", "btl_tcp_if_include", subnet,
+            *MULTINODE_ULFM_OPTIONS]
 
 
 def launch_environment() -> dict[str, str]:

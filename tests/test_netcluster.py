@@ -248,10 +248,12 @@ def test_kill_node_kills_exactly_that_node(cluster):
 
 @pytest.mark.mpi
 def test_kill_node_during_an_mpi_job(cluster):
-    """Killing node 1 under a running job: its daemon and ranks die at once, mpirun notices and ends."""
+    """Killing node 1 under a running job: its daemon and ranks die at once; the job (recoverable,
+    as every 'ftslide run') goes on without them (patch 0002) and the ranks of node 0 finish."""
     up(cluster, "--nodes", "2")
     name, value = "FTSLIDE_RUN_ID", uuid.uuid4().hex
-    job = subprocess.Popen([sys.executable, "-m", "ftslide", "run", "--cluster", cluster, "-np", "4", "sleep", "50"],
+    job = subprocess.Popen([sys.executable, "-m", "ftslide", "run", "--cluster", cluster, "-np", "4",
+                            "sh", "-c", "sleep 4; echo finished rank=$OMPI_COMM_WORLD_RANK"],
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, name: value}, cwd=REPO, start_new_session=True)
     try:
@@ -266,8 +268,10 @@ def test_kill_node_during_an_mpi_job(cluster):
         result = ftslide("cluster", "kill-node", "1", "--name", cluster)
         assert result.returncode == 0, result.stderr
         assert not netcluster.namespace_pids(f"{cluster}-n1")
-        _, err = job.communicate(timeout=30)
-        assert "lost communication with a remote daemon" in err, err
+        out, err = job.communicate(timeout=30)
+        assert job.returncode == 0, err
+        assert "lost daemon" in err and "lost communication with a remote daemon" not in err, err
+        assert sorted(out.split()) == ["finished", "finished", "rank=0", "rank=1"], out
     finally:
         kill_processes(job.pid, f"{name}={value}")
         job.wait()

@@ -10,7 +10,7 @@ from ..table import print_table
 
 NAME = "cluster"
 HELP = ("create and remove an emulated cluster of network namespaces on this machine "
-        "(addresses in 198.18.0.0/15), kill all processes of one node, show clusters")
+        "(addresses in 198.18.0.0/15), kill all processes of nodes, show clusters")
 
 
 def _name(parser: argparse.ArgumentParser) -> None:
@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--slots", type=int, default=2, metavar="S", help="slots per node in the hostfile (default 2)")
     down = sub.add_parser("down", help="remove every namespace, link and file of a cluster, also after a crash")
     _name(down)
-    kill = sub.add_parser("kill-node", help="SIGKILL every process of one node at once")
+    kill = sub.add_parser("kill-node", help="SIGKILL every process of one or more nodes at once")
     _name(kill)
-    kill.add_argument("node", type=int, metavar="K", help="node number (0..N-1)")
+    kill.add_argument("nodes", type=int, nargs="+", metavar="K", help="node number (0..N-1)")
     status = sub.add_parser("status", help="list clusters, or the nodes of one with --name")
     status.add_argument("--name", help="show this cluster's nodes")
 
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"cluster {args.name}: removed {len(removed)} namespace(s) and its files")
         return 0
     if args.action == "kill-node":
-        killed = netcluster.kill_node(args.name, args.node)
-        print(f"cluster {args.name}: node {args.node}: killed {killed} process(es)")
+        killed = netcluster.kill_nodes(args.name, args.nodes)
+        print(f"cluster {args.name}: node {' '.join(map(str, args.nodes))}: killed {killed} process(es)")
         return 0
     if args.action == "status":
         return _status(args.name)

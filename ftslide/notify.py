@@ -1,0 +1,91 @@
+"""Tell a running job that the job manager declared one of its processes dead.
+
+``ftslide notify`` is what a job manager's health hook calls: it finds the job's
+mpirun/prterun, reads its PMIx rendezvous file for the server URI, and runs
+``ftslide-notify`` (jobmgr-adapters/prrte/notify.c, a PMIx tool built with the project's
+Open MPI), which raises the event PRRTE itself sends when a process dies, so ULFM marks that
+rank failed at once (see docs/nodeloss.md for what this does and does not reach).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from . import netcluster
+from .errors import FtslideError
+from .mpi import compile_program
+from .native import REPO
+from .ompi_build import require_prefix
+
+TOOL_SOURCE = REPO / "jobmgr-adapters" / "prrte" / "notify.c"
+
+
+def running_jobs() -> list[int]:
+    """Pids of the prterun processes (mpirun execs prterun) of this machine."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() == "prterun":
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return sorted(pids)
+
+
+def server_uri(pid: int) -> str:
+    """The PMIx server URI of prterun ``pid``, from its rendezvous file pmix.<host>.tool.<pid>."""
+    bases = {Path(os.environ.get("TMPDIR", "/tmp")), Path("/tmp")}
+    for base in bases:
+        for path in base.glob(f"prterun.*.{pid}.*/pmix.*.tool.{pid}"):
+            try:
+                uri = path.read_text().splitlines()[0].strip()
+            except (OSError, IndexError):
+                continue
+            if uri:
+                return uri
+    raise FtslideError(f"job {pid} has no PMIx rendezvous file (pmix.*.tool.{pid}) under "
+                       f"{', '.join(sorted(map(str, bases)))}: is it an mpirun of this machine's user?")
+
+
+def choose_job(pid: int | None, cluster: netcluster.Cluster | None) -> int:
+    jobs = running_jobs()
+    if cluster is not None:
+        inside = set(netcluster.namespace_pids(cluster.namespace(0)))
+        jobs = [job for job in jobs if job in inside]
+    if pid is not None:
+        if pid not in jobs:
+            where = f" in cluster {cluster.name!r}" if cluster else ""
+            raise FtslideError(f"no running job with pid {pid}{where} (running: "
+                               f"{', '.join(map(str, jobs)) or 'none'})")
+        return pid
+    if not jobs:
+        where = f" in cluster {cluster.name!r}" if cluster else ""
+        raise FtslideError(f"no running job{where} (no prterun process)")
+    if len(jobs) > 1:
+        raise FtslideError(f"several jobs are running (pids {', '.join(map(str, jobs))}): choose one with --pid")
+    return jobs[0]
+
+
+def notify(rank: int, *, pid: int | None = None, cluster_name: str | None = None,
+           timeout: float = 30) -> tuple[int, str]:
+    """Declare ``rank`` of a running job dead; return (job pid, job namespace)."""
+    if rank < 0:
+        raise FtslideError(f"--rank must be >= 0, not {rank}")
+    cluster = netcluster.load(cluster_name) if cluster_name else None
+    job = choose_job(pid, cluster)
+    uri = server_uri(job)
+    tool = compile_program(require_prefix(), [TOOL_SOURCE], name="ftslide-notify",
+                           flags=("-O2", "-Wall", "-Werror"), link=("-lpmix",))
+    argv = [str(tool), uri, str(rank)]
+    if cluster is not None:  # the server listens on node 0's cluster address
+        argv = ["ip", "netns", "exec", cluster.namespace(0), *argv]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FtslideError(f"ftslide-notify got no answer from job {job} within {timeout:.0f} s") from None
+    if result.returncode != 0:
+        message = (result.stderr.strip().splitlines() or ["failed"])[-1].removeprefix("ftslide-notify: ")
+        raise FtslideError(f"job {job}: {message}")
+    return job, result.stdout.strip()
