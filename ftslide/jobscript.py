@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import FtslideError
-from .mpi import check_program, split_program
+from .mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
 from .native import REPO
 
 ADAPTERS = REPO / "jobmgr-adapters"
@@ -118,7 +118,9 @@ def render(request: Request, prefix: Path, invocation: str | None = None) -> str
     np = request.nodes * request.ntasks_per_node
     seconds = parse_time(request.time) if request.time is not None else None
     env_lines = [f"export {name}={shlex.quote(value)}" for name, value in sorted(request.environment.items())]
-    mpirun_args = [*options, _resolve(program), *args]
+    # ULFM across nodes needs these with Open MPI 5.0.7 (docs/nodeloss.md); the user's options come
+    # after them and win.
+    mpirun_args = [*MULTINODE_ULFM_OPTIONS, *options, _resolve(program), *args]
     # Our -np goes first; a -np among the user's options replaces it.
     np_text = str(np)
     if _gives_np(options):
