@@ -1,10 +1,11 @@
-"""Tell a running job that the job manager declared one of its processes dead.
+"""Tell a running job that the job manager declared one of its nodes or processes dead.
 
 ``ftslide notify`` is what a job manager's health hook calls: it finds the job's
 mpirun/prterun, reads its PMIx rendezvous file for the server URI, and runs
 ``ftslide-notify`` (jobmgr-adapters/prrte/notify.c, a PMIx tool built with the project's
-Open MPI), which raises the event PRRTE itself sends when a process dies, so ULFM marks that
-rank failed at once (see docs/nodeloss.md for what this does and does not reach).
+Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch 0002)
+to treat the node's daemon as lost; for a rank, it raises the event PRRTE itself sends when a
+process dies, so ULFM marks that rank failed at once (docs/nodeloss.md).
 """
 
 from __future__ import annotations
@@ -68,17 +69,37 @@ def choose_job(pid: int | None, cluster: netcluster.Cluster | None) -> int:
     return jobs[0]
 
 
-def notify(rank: int, *, pid: int | None = None, cluster_name: str | None = None,
-           timeout: float = 30) -> tuple[int, str]:
-    """Declare ``rank`` of a running job dead; return (job pid, job namespace)."""
-    if rank < 0:
+def node_names(node: str, cluster: netcluster.Cluster | None) -> str:
+    """The names mpirun may know node ``node`` by, comma-separated."""
+    if cluster is None:
+        return node
+    try:
+        number = int(node)
+    except ValueError:
+        raise FtslideError(f"--node must be a node number 0..{cluster.nodes - 1} with --cluster, "
+                           f"not {node!r}") from None
+    if not 0 <= number < cluster.nodes:
+        raise FtslideError(f"cluster {cluster.name!r} has no node {number}: nodes are 0..{cluster.nodes - 1}")
+    if number == 0:
+        raise FtslideError("node 0 runs mpirun: its loss ends the job")
+    return f"{cluster.namespace(number)},{netcluster.address(number)}"
+
+
+def notify(*, rank: int | None = None, node: str | None = None, pid: int | None = None,
+           cluster_name: str | None = None, timeout: float = 30) -> tuple[int, str]:
+    """Declare ``rank`` or ``node`` of a running job dead; return (job pid, what the tool printed:
+    the job namespace for a rank, the node's names for a node)."""
+    if (rank is None) == (node is None):
+        raise FtslideError("give exactly one of --rank and --node")
+    if rank is not None and rank < 0:
         raise FtslideError(f"--rank must be >= 0, not {rank}")
     cluster = netcluster.load(cluster_name) if cluster_name else None
+    names = node_names(node, cluster) if node is not None else None
     job = choose_job(pid, cluster)
     uri = server_uri(job)
     tool = compile_program(require_prefix(), [TOOL_SOURCE], name="ftslide-notify",
                            flags=("-O2", "-Wall", "-Werror"), link=("-lpmix",))
-    argv = [str(tool), uri, str(rank)]
+    argv = [str(tool), uri, *(("node", names) if names is not None else ("rank", str(rank)))]
     if cluster is not None:  # the server listens on node 0's cluster address
         argv = ["ip", "netns", "exec", cluster.namespace(0), *argv]
     try:

@@ -6,7 +6,8 @@
   ``finished``. Once all 8 started, the test SIGKILLs every process of the named nodes at once.
   mpirun must print one ``lost daemon`` line per node, let the other nodes' ranks finish, and exit
   0: the job survived, and the HNP could still reach every remaining daemon through the repaired
-  routing tree to end them.
+  routing tree to end them. One more test freezes a node (SIGSTOP) and declares it dead with
+  'ftslide notify --node'.
 - The MPI side (FTSLIDE_MULTINODE_ULFM=1): tests/mpi/nodeloss.c loops on MPI_Allreduce; once rank 0
   reports ``loop=running`` the nodes are killed; the survivors must see MPIX_ERR_PROC_FAILED (or
   MPIX_ERR_REVOKED), shrink to exactly the other nodes' ranks, run 20 more allreduces and finalize.
@@ -44,14 +45,14 @@ def node_ranks(node: int) -> list[int]:
     return [node * SLOTS + slot for slot in range(SLOTS)]
 
 
-def run_and_take_nodes(cluster: str, program: Path, nodes: list[int], delay: float = 0.0,
+def run_and_take_nodes(cluster: str, program: Path, nodes: list[int], how: str = "kill", delay: float = 0.0,
                        mpirun_options: tuple[str, ...] = ()) -> MpiRun:
-    """Run the program over the whole cluster and kill ``nodes`` ``delay`` s after rank 0 reports
-    the loop running (ftslide.nodeloss.run); fail on a hang."""
-    result = nodeloss_run(cluster, program, NODES * SLOTS, ["20"], nodes, delay=delay,
+    """Run the program over the whole cluster and take ``nodes`` away ``delay`` s after rank 0
+    reports the loop running (ftslide.nodeloss.run); fail on a hang."""
+    result = nodeloss_run(cluster, program, NODES * SLOTS, ["20"], nodes, how=how, delay=delay,
                           mpirun_options=mpirun_options, timeout=JOB_TIMEOUT)
     run = parse_run(-9 if result.returncode is None else result.returncode, result.stdout, result.stderr)
-    assert result.returncode is not None, f"hang after killing nodes {nodes}:\n{run.describe()}"
+    assert result.returncode is not None, f"hang after taking nodes {nodes} away ({how}):\n{run.describe()}"
     return run
 
 
@@ -74,10 +75,10 @@ def assert_survived(run: MpiRun, lost_nodes: list[int]) -> None:
     assert run.returncode == 0, detail
 
 
-def run_shell_job(cluster: str, nodes: list[int],
+def run_shell_job(cluster: str, nodes: list[int], how: str = "kill",
                   mpirun_options: tuple[str, ...] = ()) -> tuple[int | None, str, str]:
-    """SHELL_RANK on every slot; the nodes are killed once all ranks started."""
-    result = nodeloss_run(cluster, Path("/bin/sh"), NODES * SLOTS, ["-c", SHELL_RANK], nodes,
+    """SHELL_RANK on every slot; the nodes go once all ranks started."""
+    result = nodeloss_run(cluster, Path("/bin/sh"), NODES * SLOTS, ["-c", SHELL_RANK], nodes, how=how,
                           trigger="started", mpirun_options=mpirun_options, timeout=JOB_TIMEOUT,
                           trigger_count=NODES * SLOTS)
     return result.returncode, result.stdout, result.stderr
@@ -118,6 +119,15 @@ def test_job_survives_two_nodes_lost_at_once(cluster):
     finds it lost too when it sends to it, and must route past it to node 3."""
     up(cluster, "--nodes", str(NODES), "--slots", str(SLOTS))
     assert_job_survived(run_shell_job(cluster, [1, 2], mpirun_options=("--prtemca", "rml_base_radix", "1")), [1, 2])
+
+
+def test_frozen_node_declared_dead_by_notify(cluster):
+    """Node 3 is frozen (SIGSTOP: its connections stay open, nothing is detected), then
+    'ftslide notify --node 3' declares it dead: the HNP handles it as a lost daemon."""
+    up(cluster, "--nodes", str(NODES), "--slots", str(SLOTS))
+    result = run_shell_job(cluster, [3], how="notify")
+    assert "declared dead by the job manager" in result[2], result[2]
+    assert_job_survived(result, [3])
 
 
 @pytest.fixture
@@ -165,3 +175,13 @@ def test_random_kill_times(cluster, nodeloss):
             assert_survived(run, [node])
         except AssertionError as exc:
             raise AssertionError(f"run {attempt}: node {node} killed {delay:.3f} s in: {exc}") from None
+
+
+@multinode_ulfm
+def test_hung_node_declared_dead_by_notify(cluster, nodeloss):
+    """Node 3 is frozen in the middle of the loop, then declared dead with 'ftslide notify --node 3':
+    the survivors must recover as after a kill."""
+    up(cluster, "--nodes", str(NODES), "--slots", str(SLOTS))
+    run = run_and_take_nodes(cluster, nodeloss, [3], how="notify", delay=0.1)
+    assert "declared dead by the job manager" in run.stderr, run.describe()
+    assert_survived(run, [3])

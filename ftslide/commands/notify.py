@@ -1,4 +1,4 @@
-"""ftslide notify: the job manager declares a process of a running job dead."""
+"""ftslide notify: the job manager declares a node or a process of a running job dead."""
 
 from __future__ import annotations
 
@@ -7,17 +7,23 @@ import argparse
 from ..notify import notify
 
 NAME = "notify"
-HELP = ("tell a running ULFM job that the job manager declared a rank dead (a PMIx tool connected to "
-        "the job's mpirun): ULFM marks it failed at once, without waiting for a timeout")
+HELP = ("tell a running ULFM job that the job manager declared a node or a rank dead (a PMIx tool "
+        "connected to the job's mpirun): the survivors see MPIX_ERR_PROC_FAILED without any timeout")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rank", type=int, metavar="R", required=True, help="a rank of the job (MPI_COMM_WORLD)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--node", metavar="K|HOST",
+                      help="a node: its number with --cluster, else its host name as mpirun knows it")
+    what.add_argument("--rank", type=int, metavar="R", help="a rank of the job (MPI_COMM_WORLD)")
     parser.add_argument("--pid", type=int, help="pid of the job's mpirun/prterun (needed if several run)")
     parser.add_argument("--cluster", metavar="NAME", help="the job runs on this emulated cluster (ftslide cluster)")
 
 
 def run(args: argparse.Namespace) -> int:
-    job, nspace = notify(args.rank, pid=args.pid, cluster_name=args.cluster)
-    print(f"job {job} ({nspace}): rank {args.rank} declared dead")
+    job, what = notify(rank=args.rank, node=args.node, pid=args.pid, cluster_name=args.cluster)
+    if args.node is not None:
+        print(f"job {job}: node {args.node} ({what}) declared dead")
+    else:
+        print(f"job {job} ({what}): rank {args.rank} declared dead")
     return 0

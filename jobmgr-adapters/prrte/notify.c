@@ -1,18 +1,24 @@
 /*
  * ftslide-notify: tell a running job, as a PMIx tool connected to its
- * mpirun/prterun, that the job manager declared a process dead.
+ * mpirun/prterun, that the job manager declared a process or a node dead.
  *
- *     ftslide-notify URI R [NSPACE]
+ *     ftslide-notify URI rank R [NSPACE]
+ *     ftslide-notify URI node NAME[,NAME...]
  *
  * URI is the PMIx server URI of the job's mpirun/prterun (the first line of
- * its rendezvous file pmix.<host>.tool.<pid>; `ftslide notify` finds it). The
- * tool connects to that server and raises PMIX_ERR_PROC_ABORTED_BY_SIG for
- * process R of the job, with the job as custom range: the event PRRTE itself
- * sends when a process dies, so ULFM marks R failed at once. R itself is not
- * killed. NSPACE is needed only when the server runs several jobs.
+ * its rendezvous file pmix.<host>.tool.<pid>; `ftslide notify` finds it).
  *
- * Exit status 0 when the event was accepted by the server, 2 on bad input or
- * an unknown job or rank, 1 on any other failure; errors are one line on
+ *   rank: raise PMIX_ERR_PROC_ABORTED_BY_SIG for process R of the job, with
+ *         the job as custom range: the event PRRTE itself sends when a
+ *         process dies, so ULFM marks R failed at once. R itself is not
+ *         killed. NSPACE is needed only when the server runs several jobs.
+ *   node: PMIx_Job_control with the directive "prte.ftslide.nodedown" = the
+ *         node's names (name, address, ...). Our PRRTE patch 0002 makes the
+ *         HNP handle it as the loss of that node's daemon. (A tool's event does
+ *         not reach PRRTE itself; a job-control request does.)
+ *
+ * Exit status 0 when the server accepted the request, 2 on bad input or an
+ * unknown job, rank or node, 1 on any other failure; errors are one line on
  * stderr.
  */
 #include <errno.h>
@@ -139,6 +145,35 @@ static int notify(pmix_status_t code, pmix_data_range_t range, pmix_info_t *info
     return 0;
 }
 
+/* PMIx_Job_control with our patch's node-down directive; the HNP answers
+ * PMIX_ERR_NOT_FOUND for a name it does not know and PMIX_ERR_BAD_PARAM for
+ * its own node. */
+static int declare_node_dead(const char *names)
+{
+    pmix_info_t directive;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0;
+    pmix_status_t rc;
+
+    PMIX_INFO_LOAD(&directive, "prte.ftslide.nodedown", names, PMIX_STRING);
+    rc = PMIx_Job_control(NULL, 0, &directive, 1, &results, &nresults);
+    PMIX_INFO_DESTRUCT(&directive);
+    if (NULL != results) {
+        PMIX_INFO_FREE(results, nresults);
+    }
+    if (PMIX_SUCCESS == rc || PMIX_OPERATION_SUCCEEDED == rc) {
+        printf("%s\n", names);
+        return 0;
+    }
+    if (PMIX_ERR_NOT_FOUND == rc) {
+        return fail(2, "the job runs on no such node", names);
+    }
+    if (PMIX_ERR_BAD_PARAM == rc) {
+        return fail(2, "that node runs mpirun itself: its loss ends the job", names);
+    }
+    return fail(1, "the server refused the request", PMIx_Error_string(rc));
+}
+
 int main(int argc, char **argv)
 {
     unsigned long rank = 0;
@@ -148,8 +183,10 @@ int main(int argc, char **argv)
     const char *nspace = NULL;
     int status;
 
-    if (argc < 3 || argc > 4 || !argv[1][0] || parse_uint(argv[2], UINT32_MAX - 16, &rank)) {
-        return fail(2, "usage: ftslide-notify URI RANK [NSPACE]", NULL);
+    int by_node = argc == 4 && 0 == strcmp(argv[2], "node") && argv[3][0];
+    if (!by_node && (argc < 4 || argc > 5 || !argv[1][0] || 0 != strcmp(argv[2], "rank") ||
+                     parse_uint(argv[3], UINT32_MAX - 16, &rank))) {
+        return fail(2, "usage: ftslide-notify URI rank R [NSPACE] | URI node NAME[,NAME...]", NULL);
     }
 
     PMIX_INFO_LOAD(&init[0], PMIX_SERVER_URI, argv[1], PMIX_STRING);
@@ -162,9 +199,14 @@ int main(int argc, char **argv)
         return fail(2, "cannot connect to the job's PMIx server", detail);
     }
 
+    if (by_node) {
+        status = declare_node_dead(argv[3]);
+        goto done;
+    }
+
     int napps = application_namespaces(namespaces, sizeof namespaces);
-    if (argc == 4) {
-        nspace = argv[3];
+    if (argc == 5) {
+        nspace = argv[4];
         if (napps < 0 || !any_name_in_list(nspace, namespaces)) {
             status = fail(2, "the server runs no such job", nspace);
             goto done;
