@@ -38,6 +38,7 @@ from typing import Sequence
 
 from .errors import FtslideError
 from .native import REPO
+from .netcluster import kill_namespace
 
 TEMPLATES = REPO / "jobmgr-adapters" / "slurm"
 PACKAGES = ("slurm-wlm", "munge")
@@ -84,40 +85,6 @@ def _run(cmd: Sequence[str], timeout: float = 30, env: dict[str, str] | None = N
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()
         raise FtslideError(f"{' '.join(cmd)} failed: {message[-1] if message else 'exit ' + str(result.returncode)}")
     return result
-
-
-def _namespace_pids(netns: str) -> list[int]:
-    try:
-        target = os.stat(f"/run/netns/{netns}")
-    except OSError:
-        return []
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            st = os.stat(proc / "ns" / "net")
-        except OSError:
-            continue
-        if (st.st_ino, st.st_dev) == (target.st_ino, target.st_dev) and int(proc.name) != os.getpid():
-            pids.append(int(proc.name))
-    return pids
-
-
-def kill_namespace(netns: str) -> int:
-    """SIGSTOP then SIGKILL every process in ``netns`` until none is left; return how many."""
-    killed: set[int] = set()
-    for _ in range(50):
-        pids = [pid for pid in _namespace_pids(netns) if pid not in killed]
-        if not pids:
-            break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-        killed.update(pids)
-        time.sleep(0.02)
-    return len(killed)
 
 
 def _marked_pids(marker: str) -> list[int]:
