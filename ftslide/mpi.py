@@ -230,6 +230,21 @@ def kill_processes(session_id: int, marker: str | None = None) -> None:
                 pass
 
 
+def processes_with(*entries: str) -> list[int]:
+    """Pids of the processes (other than this one) whose environment holds every ``NAME=value``
+    of ``entries``, e.g. a launch's marker and ``OMPI_COMM_WORLD_RANK=2``."""
+    needles = [entry.encode() for entry in entries]
+    pids = []
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            env = set((proc_dir / "environ").read_bytes().split(b"\0"))
+        except OSError:
+            continue
+        if all(needle in env for needle in needles) and int(proc_dir.name) != os.getpid():
+            pids.append(int(proc_dir.name))
+    return pids
+
+
 def run_marker() -> tuple[str, str]:
     """A fresh (name, value) environment marker that identifies one launch and its descendants."""
     return "FTSLIDE_RUN_ID", uuid.uuid4().hex

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import FtslideError
+from .mpi import processes_with
 from .native import REPO
 from .netcluster import kill_namespace
 
@@ -85,18 +86,6 @@ def _run(cmd: Sequence[str], timeout: float = 30, env: dict[str, str] | None = N
         message = (result.stderr.strip() or result.stdout.strip()).splitlines()
         raise FtslideError(f"{' '.join(cmd)} failed: {message[-1] if message else 'exit ' + str(result.returncode)}")
     return result
-
-
-def _marked_pids(marker: str) -> list[int]:
-    needle = marker.encode()
-    pids = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return [pid for pid in pids if pid != os.getpid()]
 
 
 @dataclass
@@ -333,7 +322,7 @@ class SlurmCluster:
                     pass
             proc.wait()
         for _ in range(20):  # anything else the daemons started (munged's helpers, ...)
-            pids = _marked_pids(self.marker)
+            pids = processes_with(self.marker)
             if not pids:
                 break
             for pid in pids:

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide.mpi import compile_program, ensure_stdin
+from ftslide.mpi import compile_program, ensure_stdin, processes_with
 from ftslide.ompi_build import require_prefix
 
 from mpiharness import MPI_SOURCES, MpiRun, run_program
@@ -57,12 +57,9 @@ ensure_stdin()
 def processes_of_this_run() -> list[str]:
     """Command lines of live processes (other than pytest itself) that carry RUN_MARKER."""
     found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        if int(proc.name) == os.getpid():
-            continue
+    for pid in processes_with(RUN_MARKER):
         try:
-            if RUN_MARKER.encode() in (proc / "environ").read_bytes().split(b"\0"):
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
         except OSError:
             continue
     return found

@@ -20,6 +20,7 @@ import pytest
 
 from ftslide import jobscript, slurmcluster
 from ftslide.errors import FtslideError
+from ftslide.mpi import processes_with
 from ftslide.slurmcluster import SlurmCluster
 from mpiharness import MpiRun, parse_run
 from test_build import ftslide
@@ -38,7 +39,7 @@ def assert_gone(cluster: SlurmCluster) -> None:
     left = {ns for ns in namespaces() if ns.startswith(cluster.prefix)}
     assert not left, f"namespaces left: {left}"
     assert not cluster.directory.exists()
-    assert not slurmcluster._marked_pids(cluster.marker), "cluster processes left running"
+    assert not processes_with(cluster.marker), "cluster processes left running"
 
 
 @pytest.fixture(scope="module")

@@ -19,24 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.mpi import kill_processes
+from ftslide.mpi import kill_processes, processes_with
 from ftslide.notify import running_jobs
 from mpiharness import parse_run
 from test_build import assert_one_line_error, ftslide
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def process_with(marker: str, rank: int) -> int | None:
-    """Pid of world rank ``rank`` of the run whose environment holds ``marker``."""
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            env = (proc / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in env and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
-            return int(proc.name)
-    return None
 
 
 def wait_for(path: Path, text: str, count: int, timeout: float) -> bool:
@@ -62,10 +50,11 @@ def test_rank_declared_dead_reaches_ulfm(mpi_program, tmp_path):
     frozen = None
     try:
         assert wait_for(out, "loop=running", 1, 60), out.read_text() + err.read_text()
-        frozen = process_with(marker, 2)
-        assert frozen is not None
+        ranks = processes_with(marker, "OMPI_COMM_WORLD_RANK=2")
+        assert len(ranks) == 1, ranks
+        frozen = ranks[0]
         os.kill(frozen, signal.SIGSTOP)
-        mpirun = [pid for pid in running_jobs() if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes()]
+        mpirun = [pid for pid in running_jobs() if pid in processes_with(marker)]
         assert len(mpirun) == 1, mpirun
         result = ftslide("notify", "--rank", "2", "--pid", str(mpirun[0]))
         assert result.returncode == 0 and "rank 2 declared dead" in result.stdout, result.stderr
