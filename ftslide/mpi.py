@@ -20,10 +20,9 @@ INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)
 
 
 # Open MPI 5.0.7's ULFM across nodes, measured on the emulated cluster and under Slurm: coll/han's
-# sub-communicators are not revoked (a survivor stays blocked in a node-local reduce; fixed upstream
-# in 5.0.10), and the agreement inside MPIX_Comm_shrink hangs with ftagree's default binary-tree ERA
-# topology even after one SIGKILLed rank, while its star topology completes (docs/nodeloss.md).
-MULTINODE_ULFM_OPTIONS = ("--mca", "coll", "^han", "--mca", "coll_ftagree_era_topology", "2")
+# sub-communicators are not revoked, so a survivor stays blocked in a node-local reduce (fixed
+# upstream in 5.0.10; docs/nodeloss.md).
+MULTINODE_ULFM_OPTIONS = ("--mca", "coll", "^han")
 
 
 def launch_environment(prefix: Path) -> dict[str, str]:
