@@ -25,15 +25,22 @@ from ftslide.table import print_table  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_primitives.c")
 # name -> mpirun MCA arguments selecting the agreement and reliable-broadcast modules.
+# Our coll/ftera (coll-ftagree/ompi) has the highest priority in our build, so the
+# upstream sets exclude it (--mca coll ^ftera) to run upstream's ftagree.
 # Upstream's early-terminating agreement (coll_ftagree_agreement 2) is left out: in
 # 5.0.7 it returns MPI_ERR_PROC_FAILED with no failure at all.
+NO_FTERA = ["--mca", "coll", "^ftera"]
 MODULE_SETS = {
-    "upstream": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
+    "upstream": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
                  "--mca", "mpi_ft_reliable_bcast", "1"],
-    "upstream-star": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "2",
+    "ours": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
+             "--mca", "mpi_ft_reliable_bcast", "1"],
+    "ours-uniform": ["--mca", "coll_ftera_mode", "uniform", "--mca", "coll_ftera_tree", "binomial",
+                     "--mca", "mpi_ft_reliable_bcast", "1"],
+    "upstream-star": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "2",
                       "--mca", "mpi_ft_reliable_bcast", "1"],
-    "upstream-full-rbcast": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
-                             "--mca", "mpi_ft_reliable_bcast", "2"],
+    "upstream-full-rbcast": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1",
+                             "--mca", "coll_ftagree_era_topology", "1", "--mca", "mpi_ft_reliable_bcast", "2"],
 }
 FIELDS = ("agree_us", "allreduce_us", "revoke_us", "shrink_us")
 

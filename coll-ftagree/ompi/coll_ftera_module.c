@@ -26,7 +26,10 @@
 #include "ompi_config.h"
 
 #include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "opal/class/opal_object.h"
@@ -97,6 +100,38 @@ static struct {
 static unsigned freed_next = 0;
 
 static void drive(void);
+
+/* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N,..." makes
+ * world rank R SIGKILL itself right after its N-th agreement message has been
+ * handed to the BTL (the kill-point format of ompi-ulfm/include/
+ * ftslide_killpoint.h, which the test harness recognises). Read once. */
+static long ftera_kill_after = -1;
+
+static void ftera_parse_kill(void)
+{
+    const char *spec = getenv("FTSLIDE_KILL");
+    if (NULL == spec) return;
+    unsigned me = (unsigned) OMPI_PROC_MY_NAME->vpid;
+    for (const char *e = spec; NULL != e && '\0' != *e;) {
+        unsigned r;
+        long n;
+        if (2 == sscanf(e, "%u@ftera_sent_%ld", &r, &n) && r == me && n > 0) {
+            ftera_kill_after = n;
+        }
+        e = strchr(e, ',');
+        if (NULL != e) e++;
+    }
+}
+
+static void ftera_maybe_kill(void)
+{
+    if (ftera_kill_after > 0 && (long) mca_coll_ftera_nsent == ftera_kill_after) {
+        fprintf(stderr, "ftslide: rank %u killed at ftera_sent_%ld\n", (unsigned) OMPI_PROC_MY_NAME->vpid,
+                ftera_kill_after);
+        fflush(NULL);
+        kill(getpid(), SIGKILL);
+    }
+}
 
 /* ------------------------------------------------------------------------ */
 /* module and request classes                                               */
@@ -278,6 +313,7 @@ static int transmit(ftera_out_t *o)
     mca_coll_ftera_nsent++;
     FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
               o->dest);
+    ftera_maybe_kill();
     return 0;
 }
 
@@ -612,6 +648,7 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
     ftera_prev_failure_cb = ompi_rank_failure_cbfunc;
     ompi_rank_failure_cbfunc = ftera_rank_failure;
     ftera_failure_hooked = 1;
+    ftera_parse_kill();
     ftera_inited = 1;
     return OMPI_SUCCESS;
 }
