@@ -541,7 +541,7 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     /* MPIX_Comm_agree/iagree and the shrink all agree on one int with
      * bitwise AND; that is what the core decides. */
     if (1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) {
-        return MPI_ERR_NOT_SUPPORTED;
+        return MPI_ERR_UNSUPPORTED_OPERATION;
     }
     if (NULL == m->era || NULL == m->comm) {
         return MPI_ERR_INTERN;
