@@ -59,6 +59,15 @@ typedef struct mca_coll_ftera_module_t {
     int registered;                /* on the list of live modules */
     struct mca_coll_ftera_module_t *next;
 
+    /* The agreement of the next lower-priority component (upstream's
+     * ftagree), found in the communicator when we are enabled: it serves the
+     * calls our core cannot (anything but one int with bitwise AND, i.e. the
+     * fault-tolerant allreduce of Open MPI's CID allocation). Retained. */
+    mca_coll_base_module_agree_fn_t fallback_agree;
+    mca_coll_base_module_t *fallback_agree_module;
+    mca_coll_base_module_iagree_fn_t fallback_iagree;
+    mca_coll_base_module_t *fallback_iagree_module;
+
     /* the agreement in progress (at most one per communicator) */
     mca_coll_ftera_request_t *req;
     uint64_t req_inst;

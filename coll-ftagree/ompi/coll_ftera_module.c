@@ -147,6 +147,10 @@ static void ftera_module_construct(mca_coll_ftera_module_t *m)
     m->req = NULL;
     m->req_inst = 0;
     m->decided = 0;
+    m->fallback_agree = NULL;
+    m->fallback_agree_module = NULL;
+    m->fallback_iagree = NULL;
+    m->fallback_iagree_module = NULL;
 }
 
 static void ftera_complete(mca_coll_ftera_module_t *m, int force_error);
@@ -184,6 +188,12 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
     if (NULL != m->era) {
         era_destroy(m->era);
         m->era = NULL;
+    }
+    if (NULL != m->fallback_agree_module) {
+        OBJ_RELEASE(m->fallback_agree_module);
+    }
+    if (NULL != m->fallback_iagree_module) {
+        OBJ_RELEASE(m->fallback_iagree_module);
     }
 }
 
@@ -539,9 +549,15 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
 
     /* MPIX_Comm_agree/iagree and the shrink all agree on one int with
-     * bitwise AND; that is what the core decides. */
+     * bitwise AND; that is what the core decides. The rest (the CID
+     * allocation's fault-tolerant allreduce: ints with MAX/MIN) goes to the
+     * next component. */
     if (1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) {
-        return MPI_ERR_UNSUPPORTED_OPERATION;
+        if (NULL == m->fallback_iagree) return MPI_ERR_UNSUPPORTED_OPERATION;
+        FTERA_OUT(10, "coll:ftera: comm %s: %d ints with op %s handed to the next agreement component",
+                  ompi_comm_print_cid(comm), dt_count, op->o_name);
+        return m->fallback_iagree(contrib, dt_count, dt, op, group, grp_update, comm, request,
+                                  m->fallback_iagree_module);
     }
     if (NULL == m->era || NULL == m->comm) {
         return MPI_ERR_INTERN;
@@ -619,6 +635,10 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
 static int ftera_agree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op_t *op, ompi_group_t **group,
                        bool grp_update, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
+    if ((1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) && NULL != m->fallback_agree) {
+        return m->fallback_agree(contrib, dt_count, dt, op, group, grp_update, comm, m->fallback_agree_module);
+    }
     ompi_request_t *req = NULL;
     int rc = ftera_iagree(contrib, dt_count, dt, op, group, grp_update, comm, &req, module);
     if (MPI_SUCCESS != rc) return rc;
@@ -680,6 +700,21 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
     int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+
+    /* modules are enabled in increasing priority: what the communicator has
+     * now is the next lower-priority agreement */
+    if (NULL != comm->c_coll && NULL != comm->c_coll->coll_iagree && NULL != comm->c_coll->coll_iagree_module &&
+        (mca_coll_base_module_t *) m != comm->c_coll->coll_iagree_module) {
+        m->fallback_iagree = comm->c_coll->coll_iagree;
+        m->fallback_iagree_module = comm->c_coll->coll_iagree_module;
+        OBJ_RETAIN(m->fallback_iagree_module);
+    }
+    if (NULL != comm->c_coll && NULL != comm->c_coll->coll_agree && NULL != comm->c_coll->coll_agree_module &&
+        (mca_coll_base_module_t *) m != comm->c_coll->coll_agree_module) {
+        m->fallback_agree = comm->c_coll->coll_agree;
+        m->fallback_agree_module = comm->c_coll->coll_agree_module;
+        OBJ_RETAIN(m->fallback_agree_module);
+    }
 
     m->comm = comm;
     m->cid_base = comm->c_contextid.cid_base;
