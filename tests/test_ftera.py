@@ -189,3 +189,15 @@ def test_fault_injection_randomized(mpi_prefix, mpi_program):
             check_agreements(run, np, rounds, set(kills))
         except AssertionError as exc:
             raise AssertionError(f"{context}\n{exc}") from None
+
+
+def test_communicator_churn(mpi_prefix, mpi_program):
+    """np 5, 100 iterations: dup, agree, split in two halves (one CID, two groups), 3 agreements in each half,
+    free (CIDs are reused): every agreement succeeds with the right flag, and ftera ran them all."""
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_churn.c"), 5, args=["100"],
+                      mpirun_options=["--mca", "coll_ftera_verbose", "1"], timeout=120)
+    assert run.returncode == 0, run.describe()
+    assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
+    assert run.values("finished", range(5)) == {r: "1" for r in range(5)}
+    # 100 x (1 + 3) agreements, 50 x 1 more before the free, plus the shrink inside MPI_Finalize
+    assert sorted(_counters(run.stdout + run.stderr)) == [451] * 5, run.describe()
