@@ -201,3 +201,24 @@ def test_communicator_churn(mpi_prefix, mpi_program):
     assert run.values("finished", range(5)) == {r: "1" for r in range(5)}
     # 100 x (1 + 3) agreements, 50 x 1 more before the free, plus the shrink inside MPI_Finalize
     assert sorted(_counters(run.stdout + run.stderr)) == [451] * 5, run.describe()
+
+
+def test_early_messages_are_replayed(mpi_prefix, mpi_program):
+    """np 5, 20 iterations of the churn; world rank 2 runs the progress engine for 30 ms before it sets up each
+    new communicator's agreement (FTSLIDE_FTERA_LATE_ENABLE), so its children's messages arrive first: they
+    are stashed, replayed, and every agreement still succeeds with the right flag."""
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_churn.c"), 5, args=["20"],
+                      mpirun_options=["--mca", "coll_ftera_verbose", "1"], timeout=120,
+                      env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
+    assert run.returncode == 0, run.describe()
+    assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
+    stashed = [int(m[1]) for m in re.finditer(r"coll:ftera: \d+ agreements, .*, (\d+) stashed", run.stderr + run.stdout)]
+    assert len(stashed) == 5 and sum(stashed) > 0, run.describe()
+
+
+def test_early_messages_with_a_failure(mpi_prefix, mpi_program):
+    """np 5, rank 0 (the root) killed after its first message; rank 2 sets up communicators late (the shrunk
+    one included): same results everywhere, the shrink keeps the survivors."""
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 5, args=["3", "agree"],
+                      kill={0: "ftera_sent_1"}, timeout=120, env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
+    check_agreements(run, 5, 3, {0})

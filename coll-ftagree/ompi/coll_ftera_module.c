@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <time.h>
 
 #include "opal/class/opal_object.h"
 #include "opal/mca/btl/btl.h"
@@ -101,6 +102,13 @@ static unsigned freed_next = 0;
 
 static void drive(void);
 
+static double ftera_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
 /* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N,..." makes
  * world rank R SIGKILL itself right after its N-th agreement message has been
  * handed to the BTL (the kill-point format of ompi-ulfm/include/
@@ -120,6 +128,24 @@ static void ftera_parse_kill(void)
         }
         e = strchr(e, ',');
         if (NULL != e) e++;
+    }
+}
+
+/* Test hook for the replay of early messages: FTSLIDE_FTERA_LATE_ENABLE="R:MS"
+ * makes world rank R run the progress engine for MS milliseconds before it
+ * sets up each new communicator's agreement, so that the peers' first
+ * messages arrive before the module exists and are stashed. */
+static int ftera_late_rank = -1;
+static long ftera_late_ms = 0;
+
+static void ftera_parse_late_enable(void)
+{
+    const char *spec = getenv("FTSLIDE_FTERA_LATE_ENABLE");
+    int r;
+    long ms;
+    if (NULL != spec && 2 == sscanf(spec, "%d:%ld", &r, &ms) && ms > 0) {
+        ftera_late_rank = r;
+        ftera_late_ms = ms;
     }
 }
 
@@ -669,6 +695,7 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
     ompi_rank_failure_cbfunc = ftera_rank_failure;
     ftera_failure_hooked = 1;
     ftera_parse_kill();
+    ftera_parse_late_enable();
     ftera_inited = 1;
     return OMPI_SUCCESS;
 }
@@ -714,6 +741,11 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
         m->fallback_agree = comm->c_coll->coll_agree;
         m->fallback_agree_module = comm->c_coll->coll_agree_module;
         OBJ_RETAIN(m->fallback_agree_module);
+    }
+
+    if (ftera_late_ms > 0 && (int) OMPI_PROC_MY_NAME->vpid == ftera_late_rank && n > 1) {
+        double until = ftera_now_ms() + (double) ftera_late_ms;
+        while (ftera_now_ms() < until) opal_progress();
     }
 
     m->comm = comm;
