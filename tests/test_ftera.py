@@ -222,3 +222,27 @@ def test_early_messages_with_a_failure(mpi_prefix, mpi_program):
     run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 5, args=["3", "agree"],
                       kill={0: "ftera_sent_1"}, timeout=120, env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
     check_agreements(run, 5, 3, {0})
+
+
+@pytest.mark.parametrize("which", ["ours", "upstream"])
+def test_several_iagree_in_flight(mpi_prefix, mpi_program, which):
+    """np 5, 20 iterations of 4 MPIX_Comm_iagree started back to back with a blocking agree among them, waited
+    for in reverse order: each result is the AND of its own contributions."""
+    options = ["--mca", "coll_ftera_verbose", "1", *(UPSTREAM if which == "upstream" else OURS)]
+    run = run_program(mpi_prefix, mpi_program("ftera/iagree_many.c"), 5, args=["20", "4"],
+                      mpirun_options=options, timeout=120)
+    assert run.returncode == 0, run.describe()
+    assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
+    counts = _counters(run.stdout + run.stderr)
+    assert counts == ([101] * 5 if which == "ours" else []), run.describe()
+
+
+def test_thread_multiple_steps_aside(mpi_prefix, mpi_program):
+    """np 4 under MPI_THREAD_MULTIPLE: ftera declines (no locking), upstream's agreement gives the right result."""
+    run = run_program(mpi_prefix, mpi_program("ftera/thread_multiple.c"), 4,
+                      mpirun_options=["--mca", "coll_ftera_verbose", "1"], timeout=60)
+    assert run.returncode == 0, run.describe()
+    assert run.values("provided_multiple", range(4)) == {r: "1" for r in range(4)}, run.describe()
+    assert run.values("rc", range(4)) == {r: "MPI_SUCCESS" for r in range(4)}, run.describe()
+    assert run.values("flag", range(4)) == {r: "0xfffffff0" for r in range(4)}, run.describe()
+    assert _counters(run.stdout + run.stderr) == [0] * 4, run.describe()

@@ -68,8 +68,11 @@ typedef struct mca_coll_ftera_module_t {
     mca_coll_base_module_iagree_fn_t fallback_iagree;
     mca_coll_base_module_t *fallback_iagree_module;
 
-    /* the agreement in progress (at most one per communicator) */
+    /* the agreement in progress (the core runs one at a time); agreements
+     * started while one is in progress wait in a FIFO and start, in call
+     * order, as soon as the previous one has decided here */
     mca_coll_ftera_request_t *req;
+    mca_coll_ftera_request_t *qhead, *qtail;
     uint64_t req_inst;
     int decided;                   /* the core called decide() since the last check */
 } mca_coll_ftera_module_t;
@@ -80,6 +83,10 @@ struct mca_coll_ftera_request_t {
     mca_coll_ftera_module_t *module; /* NULL once completed */
     int *contrib;                    /* where the decided flag goes */
     ompi_group_t **outgroup;         /* NULL, or where the agreed failed group goes */
+    uint64_t flag;                   /* contribution, read at the call */
+    uint32_t *acked;                 /* acknowledged ranks, read at the call (freed at start) */
+    uint32_t nacked;
+    mca_coll_ftera_request_t *qnext; /* FIFO of agreements waiting to start */
 };
 OBJ_CLASS_DECLARATION(mca_coll_ftera_request_t);
 

@@ -20,8 +20,8 @@
  * stashed and replayed when the module is enabled; messages for a
  * communicator freed here are dropped.
  *
- * Single-threaded use of the agreement (MPI_THREAD_MULTIPLE with concurrent
- * agreements on the same process is not supported by this adapter).
+ * No locking: with MPI_THREAD_MULTIPLE (or progress threads) the component
+ * declines every communicator and upstream's ftagree runs the agreements.
  */
 #include "ompi_config.h"
 
@@ -171,6 +171,7 @@ static void ftera_module_construct(mca_coll_ftera_module_t *m)
     m->registered = 0;
     m->next = NULL;
     m->req = NULL;
+    m->qhead = m->qtail = NULL;
     m->req_inst = 0;
     m->decided = 0;
     m->fallback_agree = NULL;
@@ -180,9 +181,16 @@ static void ftera_module_construct(mca_coll_ftera_module_t *m)
 }
 
 static void ftera_complete(mca_coll_ftera_module_t *m, int force_error);
+static void ftera_fail_request(mca_coll_ftera_request_t *r, int err);
 
 static void ftera_module_destruct(mca_coll_ftera_module_t *m)
 {
+    while (NULL != m->qhead) {
+        mca_coll_ftera_request_t *q = m->qhead;
+        m->qhead = q->qnext;
+        ftera_fail_request(q, MPI_ERR_COMM);
+    }
+    m->qtail = NULL;
     if (NULL != m->req) {
         /* communicator freed with an agreement pending: it cannot complete */
         ftera_complete(m, MPI_ERR_COMM);
@@ -231,6 +239,10 @@ static void ftera_request_construct(mca_coll_ftera_request_t *r)
     r->module = NULL;
     r->contrib = NULL;
     r->outgroup = NULL;
+    r->flag = 0;
+    r->acked = NULL;
+    r->nacked = 0;
+    r->qnext = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ftera_request_t, ompi_request_t, ftera_request_construct, NULL);
@@ -353,6 +365,30 @@ static int transmit(ftera_out_t *o)
     return 0;
 }
 
+/* Start r's agreement in the core; r becomes m's current request. */
+static void feed_known_failures(mca_coll_ftera_module_t *m);
+
+static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
+{
+    feed_known_failures(m);
+    uint64_t inst = 0;
+    int rc = era_start(m->era, r->flag, r->acked, r->nacked, &inst);
+    uint32_t nacked = r->nacked;
+    free(r->acked);
+    r->acked = NULL;
+    if (ERA_OK != rc) {
+        return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
+    }
+    mca_coll_ftera_nagree++;
+    FTERA_OUT(10, "coll:ftera: comm %s rank %d starts instance %" PRIu64 " with 0x%08x, %u acked",
+              ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), inst, (unsigned) (r->flag & 0xffffffffu),
+              nacked);
+    m->req = r;
+    m->req_inst = inst;
+    m->decided = (era_last_decided(m->era) >= inst);
+    return MPI_SUCCESS;
+}
+
 /* Complete the pending request of m from the core's decision (or with
  * force_error when the communicator goes away). */
 static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
@@ -409,6 +445,27 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             free(ranks);
         }
     }
+    r->module = NULL;
+    r->super.req_status.MPI_ERROR = err;
+    ompi_request_complete(&r->super, true);
+    OBJ_RELEASE(r); /* the module's reference */
+
+    /* the next agreement called on this communicator, if any */
+    while (!force_error && NULL == m->req && NULL != m->qhead) {
+        mca_coll_ftera_request_t *q = m->qhead;
+        m->qhead = q->qnext;
+        if (NULL == m->qhead) m->qtail = NULL;
+        q->qnext = NULL;
+        int rc = ftera_start(m, q);
+        if (MPI_SUCCESS != rc) ftera_fail_request(q, rc);
+    }
+}
+
+/* Complete a request that never reached the core (or cannot finish). */
+static void ftera_fail_request(mca_coll_ftera_request_t *r, int err)
+{
+    free(r->acked);
+    r->acked = NULL;
     r->module = NULL;
     r->super.req_status.MPI_ERROR = err;
     ompi_request_complete(&r->super, true);
@@ -588,10 +645,6 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     if (NULL == m->era || NULL == m->comm) {
         return MPI_ERR_INTERN;
     }
-    if (NULL != m->req) {
-        return MPI_ERR_PENDING; /* one agreement at a time per communicator */
-    }
-
     /* the failures this caller acknowledges (agree) or knows of (shrink) */
     uint32_t *acked = NULL;
     uint32_t nacked = 0;
@@ -632,27 +685,28 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->module = m;
     r->contrib = (int *) contrib;
     r->outgroup = grp_update ? group : NULL;
-
-    feed_known_failures(m);
-
-    uint32_t contrib32 = (uint32_t) * (int *) contrib;
-    uint64_t flag = 0xffffffff00000000ull | (uint64_t) contrib32;
-    uint64_t inst = 0;
-    int rc = era_start(m->era, flag, acked, nacked, &inst);
-    free(acked);
-    if (ERA_OK != rc) {
-        OMPI_REQUEST_FINI(&r->super);
-        OBJ_RELEASE(r);
-        return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
-    }
-    mca_coll_ftera_nagree++;
-    FTERA_OUT(10, "coll:ftera: comm %s rank %d starts instance %" PRIu64 " with 0x%08x, %u acked",
-              ompi_comm_print_cid(comm), ompi_comm_rank(comm), inst, contrib32, nacked);
+    r->flag = 0xffffffff00000000ull | (uint64_t) (uint32_t) * (int *) contrib;
+    r->acked = acked;
+    r->nacked = nacked;
 
     OBJ_RETAIN(r); /* the module's reference, dropped at completion */
-    m->req = r;
-    m->req_inst = inst;
-    m->decided = (era_last_decided(m->era) >= inst);
+    if (NULL != m->req) {
+        /* an agreement is in progress on this communicator: this one starts
+         * when it has decided here (every process starts them in call order) */
+        if (m->qtail) m->qtail->qnext = r; else m->qhead = r;
+        m->qtail = r;
+        FTERA_OUT(10, "coll:ftera: comm %s: agreement queued behind instance %" PRIu64, ompi_comm_print_cid(comm),
+                  m->req_inst);
+    } else {
+        int rc = ftera_start(m, r);
+        if (MPI_SUCCESS != rc) {
+            r->module = NULL;
+            OBJ_RELEASE(r);
+            OMPI_REQUEST_FINI(&r->super);
+            OBJ_RELEASE(r);
+            return rc;
+        }
+    }
     *request = &r->super;
     drive();
     return MPI_SUCCESS;
@@ -677,10 +731,14 @@ static int ftera_agree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op
 /* ------------------------------------------------------------------------ */
 /* component / module set-up                                                 */
 
+static bool ftera_threads = false;
+
 int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
-    (void) enable_progress_threads;
-    (void) enable_mpi_threads;
+    /* The adapter has no locking (see the top of this file): with
+     * MPI_THREAD_MULTIPLE or progress threads it steps aside and upstream's
+     * ftagree provides the agreement. */
+    ftera_threads = enable_progress_threads || enable_mpi_threads;
     if (!ompi_ftmpi_enabled) {
         return OMPI_SUCCESS; /* comm_query declines: nothing to hook */
     }
@@ -783,6 +841,11 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
 mca_coll_base_module_t *mca_coll_ftera_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
     if (!ompi_ftmpi_enabled || !ftera_inited || OMPI_COMM_IS_INTER(comm)) {
+        return NULL;
+    }
+    if (ftera_threads) {
+        FTERA_OUT(10, "coll:ftera: MPI_THREAD_MULTIPLE or progress threads: not used on comm %s",
+                  ompi_comm_print_cid(comm));
         return NULL;
     }
     if (mca_coll_ftera_priority <= 0) {
