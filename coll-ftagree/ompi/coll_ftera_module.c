@@ -815,6 +815,14 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     if (NULL == m->era) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    /* a communicator of this process with the same extended CID and epoch
+     * was freed before (not expected: epochs grow); its key is live again */
+    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
+        if (freed_ring[i].used && freed_ring[i].cid_base == m->cid_base && freed_ring[i].cid_sub == m->cid_sub &&
+            freed_ring[i].epoch == m->epoch) {
+            freed_ring[i].used = 0;
+        }
+    }
     m->next = ftera_modules;
     ftera_modules = m;
     m->registered = 1;
