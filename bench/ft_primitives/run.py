@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -62,7 +63,13 @@ def main() -> int:
     parser.add_argument("--modules", default=",".join(MODULE_SETS),
                         help=f"comma-separated module sets, the first is the baseline ({', '.join(MODULE_SETS)})")
     parser.add_argument("--iterations", type=int, default=200, help="timed iterations per operation")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per np and module set, the sets interleaved run by run; each value is the "
+                             "median over the runs (default 1)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        print(f"run.py: error: --repeat takes a count of at least 1 (got {args.repeat})", file=sys.stderr)
+        return 2
     try:
         counts = [int(n) for n in args.np.split(",")]
         if any(n < 2 for n in counts):
@@ -83,8 +90,12 @@ def main() -> int:
         rows = []
         for np in counts:
             base = None
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
+            for _ in range(args.repeat):
+                for name in sets:
+                    runs[name].append(measure(prefix, binary, np, MODULE_SETS[name], args.iterations))
             for name in sets:
-                got = measure(prefix, binary, np, MODULE_SETS[name], args.iterations)
+                got = {f: statistics.median(run[f] for run in runs[name]) for f in FIELDS}
                 base = base or got
                 rows.append([np, name, *(f"{got[f]:.1f}" for f in FIELDS),
                              f"{got['agree_us'] / got['allreduce_us']:.2f}x",
@@ -95,8 +106,10 @@ def main() -> int:
         return 1
     print_table(["np", "modules", "agree us", "allreduce us", "revoke us", "shrink us", "agree/allreduce",
                  f"agree vs {sets[0]}", f"revoke vs {sets[0]}", f"shrink vs {sets[0]}"], rows)
-    print("median of per-iteration max over ranks; revoke: revoke call to the last MPIX_ERR_REVOKED; "
-          "oversubscribed on", __import__("os").cpu_count(), "cores")
+    print("median of per-iteration max over ranks" + (f", median of {args.repeat} interleaved runs"
+                                                        if args.repeat > 1 else "")
+          + "; revoke: revoke call to the last MPIX_ERR_REVOKED; oversubscribed on", __import__("os").cpu_count(),
+          "cores")
     return 0
 
 
