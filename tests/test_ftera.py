@@ -52,13 +52,19 @@ def test_ompi_info_lists_component(mpi_prefix):
     assert int(default_priority[1]) > int(upstream_priority[1])
 
 
-def test_invalid_tree_value_is_refused(mpi_prefix):
-    """Open MPI's own enum check names the parameter and its valid values."""
+def test_invalid_tree_value_is_refused(mpi_prefix, mpi_program):
+    """Open MPI's own enum check names the parameter and its valid values (ompi_info, and mpirun, whose job
+    then runs with the default tree, as Open MPI does for any invalid enum value)."""
     result = ompi_info(mpi_prefix, "--param", "coll", "ftera", "--level", "9",
                        env={"OMPI_MCA_coll_ftera_tree": "ternary"})
     text = result.stdout + result.stderr
     assert "An invalid value was supplied for an enum variable" in text, text
     assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary", text), text
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 2, args=["1"],
+                      mpirun_options=["--mca", "coll_ftera_tree", "ternary"], timeout=60)
+    text = run.stdout + run.stderr
+    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary", text), text
+    assert run.values("rc_1", [0, 1]) == {0: "MPI_SUCCESS", 1: "MPI_SUCCESS"}, run.describe()
 
 
 def _counters(text):
