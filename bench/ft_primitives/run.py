@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -25,15 +26,22 @@ from ftslide.table import print_table  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_primitives.c")
 # name -> mpirun MCA arguments selecting the agreement and reliable-broadcast modules.
+# Our coll/ftera (coll-ftagree/ompi) has the highest priority in our build, so the
+# upstream sets exclude it (--mca coll ^ftera) to run upstream's ftagree.
 # Upstream's early-terminating agreement (coll_ftagree_agreement 2) is left out: in
 # 5.0.7 it returns MPI_ERR_PROC_FAILED with no failure at all.
+NO_FTERA = ["--mca", "coll", "^ftera"]
 MODULE_SETS = {
-    "upstream": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
+    "upstream": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
                  "--mca", "mpi_ft_reliable_bcast", "1"],
-    "upstream-star": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "2",
+    "ours": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
+             "--mca", "mpi_ft_reliable_bcast", "1"],
+    "ours-uniform": ["--mca", "coll_ftera_mode", "uniform", "--mca", "coll_ftera_tree", "binomial",
+                     "--mca", "mpi_ft_reliable_bcast", "1"],
+    "upstream-star": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "2",
                       "--mca", "mpi_ft_reliable_bcast", "1"],
-    "upstream-full-rbcast": ["--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
-                             "--mca", "mpi_ft_reliable_bcast", "2"],
+    "upstream-full-rbcast": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1",
+                             "--mca", "coll_ftagree_era_topology", "1", "--mca", "mpi_ft_reliable_bcast", "2"],
 }
 FIELDS = ("agree_us", "allreduce_us", "revoke_us", "shrink_us")
 
@@ -55,7 +63,13 @@ def main() -> int:
     parser.add_argument("--modules", default=",".join(MODULE_SETS),
                         help=f"comma-separated module sets, the first is the baseline ({', '.join(MODULE_SETS)})")
     parser.add_argument("--iterations", type=int, default=200, help="timed iterations per operation")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per np and module set, the sets interleaved run by run; each value is the "
+                             "median over the runs (default 1)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        print(f"run.py: error: --repeat takes a count of at least 1 (got {args.repeat})", file=sys.stderr)
+        return 2
     try:
         counts = [int(n) for n in args.np.split(",")]
         if any(n < 2 for n in counts):
@@ -76,8 +90,12 @@ def main() -> int:
         rows = []
         for np in counts:
             base = None
+            runs: dict[str, list[dict[str, float]]] = {name: [] for name in sets}
+            for _ in range(args.repeat):
+                for name in sets:
+                    runs[name].append(measure(prefix, binary, np, MODULE_SETS[name], args.iterations))
             for name in sets:
-                got = measure(prefix, binary, np, MODULE_SETS[name], args.iterations)
+                got = {f: statistics.median(run[f] for run in runs[name]) for f in FIELDS}
                 base = base or got
                 rows.append([np, name, *(f"{got[f]:.1f}" for f in FIELDS),
                              f"{got['agree_us'] / got['allreduce_us']:.2f}x",
@@ -88,8 +106,10 @@ def main() -> int:
         return 1
     print_table(["np", "modules", "agree us", "allreduce us", "revoke us", "shrink us", "agree/allreduce",
                  f"agree vs {sets[0]}", f"revoke vs {sets[0]}", f"shrink vs {sets[0]}"], rows)
-    print("median of per-iteration max over ranks; revoke: revoke call to the last MPIX_ERR_REVOKED; "
-          "oversubscribed on", __import__("os").cpu_count(), "cores")
+    print("median of per-iteration max over ranks" + (f", median of {args.repeat} interleaved runs"
+                                                        if args.repeat > 1 else "")
+          + "; revoke: revoke call to the last MPIX_ERR_REVOKED; oversubscribed on", __import__("os").cpu_count(),
+          "cores")
     return 0
 
 

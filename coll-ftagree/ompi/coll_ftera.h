@@ -1,0 +1,112 @@
+/*
+ * coll/ftera - ftslide's agreement component for Open MPI with ULFM.
+ *
+ * MPIX_Comm_agree, MPIX_Comm_iagree and the agreement inside
+ * MPIX_Comm_shrink run on the Early Returning Agreement state machine of
+ * coll-ftagree/core (era.h). This component is the adapter around it:
+ *
+ *   - transport: BTL active messages on a tag of our own
+ *     (MCA_COLL_FTERA_BTL_TAG), sent through the BML endpoint of the peer;
+ *   - failures: Open MPI's per-communicator failure callback
+ *     (ompi_rank_failure_cbfunc) feeds era_failure(); the ranks already
+ *     known failed are fed when the communicator is set up and before each
+ *     agreement;
+ *   - results: the decided flag, the uniform error (MPI_ERR_PROC_FAILED)
+ *     and the agreed failed set, returned as a group when the caller asks
+ *     for it (the shrink does).
+ *
+ * Intra-communicators only: for an inter-communicator comm_query declines
+ * and upstream's ftagree provides the agreement.
+ */
+#ifndef MCA_COLL_FTERA_H
+#define MCA_COLL_FTERA_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/request/request.h"
+
+#include "era.h"
+
+BEGIN_C_DECLS
+
+/* Active-message tag. 0x30 (reliable broadcast) and 0x31 (ftagree) are
+ * upstream's FT tags; 0x32 is left for ftslide's revoke; we take 0x33, still
+ * below MCA_BTL_TAG_PML (0x40). */
+#define MCA_COLL_FTERA_BTL_TAG 0x33
+
+/* Header in front of every core message on the wire: which communicator
+ * (extended CID and epoch, identical at every member) and the sender's rank
+ * in it. */
+typedef struct mca_coll_ftera_wire_hdr_t {
+    uint64_t cid_base;
+    uint64_t cid_sub;
+    uint32_t epoch;
+    uint32_t src;
+} mca_coll_ftera_wire_hdr_t;
+
+typedef struct mca_coll_ftera_request_t mca_coll_ftera_request_t;
+
+typedef struct mca_coll_ftera_module_t {
+    mca_coll_base_module_t super;
+
+    ompi_communicator_t *comm;     /* not retained: the module lives as long as comm */
+    era_t *era;
+    uint64_t cid_base, cid_sub;
+    uint32_t epoch;
+    int registered;                /* on the list of live modules */
+    struct mca_coll_ftera_module_t *next;
+
+    /* The agreement of the next lower-priority component (upstream's
+     * ftagree), found in the communicator when we are enabled: it serves the
+     * calls our core cannot (anything but one int with bitwise AND, i.e. the
+     * fault-tolerant allreduce of Open MPI's CID allocation). Retained. */
+    mca_coll_base_module_agree_fn_t fallback_agree;
+    mca_coll_base_module_t *fallback_agree_module;
+    mca_coll_base_module_iagree_fn_t fallback_iagree;
+    mca_coll_base_module_t *fallback_iagree_module;
+
+    /* the agreement in progress (the core runs one at a time); agreements
+     * started while one is in progress wait in a FIFO and start, in call
+     * order, as soon as the previous one has decided here */
+    mca_coll_ftera_request_t *req;
+    mca_coll_ftera_request_t *qhead, *qtail;
+    uint64_t req_inst;
+    int decided;                   /* the core called decide() since the last check */
+} mca_coll_ftera_module_t;
+OBJ_CLASS_DECLARATION(mca_coll_ftera_module_t);
+
+struct mca_coll_ftera_request_t {
+    ompi_request_t super;
+    mca_coll_ftera_module_t *module; /* NULL once completed */
+    int *contrib;                    /* where the decided flag goes */
+    ompi_group_t **outgroup;         /* NULL, or where the agreed failed group goes */
+    uint64_t flag;                   /* contribution, read at the call */
+    uint32_t *acked;                 /* acknowledged ranks, read at the call (freed at start) */
+    uint32_t nacked;
+    mca_coll_ftera_request_t *qnext; /* FIFO of agreements waiting to start */
+};
+OBJ_CLASS_DECLARATION(mca_coll_ftera_request_t);
+
+/* MCA parameters */
+extern int mca_coll_ftera_priority;
+extern int mca_coll_ftera_tree;
+extern int mca_coll_ftera_mode;
+extern int mca_coll_ftera_verbose;
+extern int mca_coll_ftera_output;
+
+OMPI_DECLSPEC extern const mca_coll_base_component_2_4_0_t mca_coll_ftera_component;
+
+int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_ftera_comm_query(struct ompi_communicator_t *comm, int *priority);
+int mca_coll_ftera_finalize(void);
+
+/* counters, printed at verbose >= 1 when the component closes */
+extern uint64_t mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nrecv,
+    mca_coll_ftera_nfailures, mca_coll_ftera_nstashed;
+
+END_C_DECLS
+
+#endif /* MCA_COLL_FTERA_H */

@@ -1,0 +1,118 @@
+/*
+ * coll/ftera: component structure and MCA parameters.
+ */
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/output.h"
+#include "ompi/mca/coll/coll.h"
+
+#include "coll_ftera.h"
+
+const char *mca_coll_ftera_component_version_string =
+    "ftslide ftera (Early Returning Agreement) collective MCA component version " OMPI_VERSION;
+
+/* Above upstream's ftagree (30), so that ours is the default. */
+int mca_coll_ftera_priority = 40;
+int mca_coll_ftera_tree = ERA_TREE_BINOMIAL;
+int mca_coll_ftera_mode = ERA_MODE_EARLY;
+int mca_coll_ftera_verbose = 0;
+int mca_coll_ftera_output = -1;
+
+static int ftera_register(void);
+static int ftera_open(void);
+static int ftera_close(void);
+
+const mca_coll_base_component_2_4_0_t mca_coll_ftera_component = {
+    .collm_version = {
+        MCA_COLL_BASE_VERSION_2_4_0,
+        .mca_component_name = "ftera",
+        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
+        .mca_open_component = ftera_open,
+        .mca_close_component = ftera_close,
+        .mca_register_component_params = ftera_register,
+    },
+    .collm_data = {
+        MCA_BASE_METADATA_PARAM_CHECKPOINT
+    },
+    .collm_init_query = mca_coll_ftera_init_query,
+    .collm_comm_query = mca_coll_ftera_comm_query,
+};
+
+static const mca_base_var_enum_value_t tree_values[] = {
+    {ERA_TREE_BINOMIAL, "binomial"},
+    {ERA_TREE_BINARY, "binary"},
+    {0, NULL}
+};
+
+static const mca_base_var_enum_value_t mode_values[] = {
+    {ERA_MODE_EARLY, "early"},
+    {ERA_MODE_UNIFORM, "uniform"},
+    {0, NULL}
+};
+
+static int ftera_register(void)
+{
+    mca_base_var_enum_t *tree_enum = NULL, *mode_enum = NULL;
+    int rc;
+
+    mca_coll_ftera_priority = 40;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "priority",
+        "Priority of the ftera agreement component (upstream's ftagree has 30 by default; the highest "
+        "priority provides MPIX_Comm_agree/iagree and the agreement of MPIX_Comm_shrink)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_ftera_priority);
+
+    rc = mca_base_var_enum_create("coll_ftera_tree", tree_values, &tree_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_coll_ftera_tree = ERA_TREE_BINOMIAL;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "tree",
+        "Shape of the agreement tree over the ranks not yet agreed failed (rebuilt from each agreed "
+        "failed set): binomial (parent = position with its lowest set bit cleared) or binary (binary heap)",
+        MCA_BASE_VAR_TYPE_INT, tree_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_ftera_tree);
+    OBJ_RELEASE(tree_enum);
+
+    rc = mca_base_var_enum_create("coll_ftera_mode", mode_values, &mode_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_coll_ftera_mode = ERA_MODE_EARLY;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "mode",
+        "Agreement mode: early (two tree traversals; every surviving process decides the same, as "
+        "MPIX_Comm_agree specifies) or uniform (four traversals; also a process that decides and then "
+        "crashes decided what the survivors decide)",
+        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_ftera_mode);
+    OBJ_RELEASE(mode_enum);
+
+    mca_coll_ftera_verbose = 0;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "verbose",
+        "Verbosity of the ftera component: 0 silent, 1 counters at finalize, 10 every agreement, "
+        "20 failures and stashed messages, 30 every message",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_coll_ftera_verbose);
+    return OMPI_SUCCESS;
+}
+
+static int ftera_open(void)
+{
+    if (mca_coll_ftera_verbose > 0) {
+        mca_coll_ftera_output = opal_output_open(NULL);
+        opal_output_set_verbosity(mca_coll_ftera_output, mca_coll_ftera_verbose);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ftera_close(void)
+{
+    mca_coll_ftera_finalize();
+    if (mca_coll_ftera_output >= 0) {
+        opal_output_close(mca_coll_ftera_output);
+        mca_coll_ftera_output = -1;
+    }
+    return OMPI_SUCCESS;
+}

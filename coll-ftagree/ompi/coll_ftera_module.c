@@ -1,0 +1,869 @@
+/*
+ * coll/ftera: the adapter between Open MPI and the ERA core.
+ *
+ * Flow of one agreement on communicator C (module m, core state m->era):
+ *
+ *   agree/iagree --> feed locally known failures --> era_start()
+ *   BTL active message (our tag) --> era_recv()
+ *   Open MPI failure callback for C --> era_failure()
+ *   core send() action --> queued, then sent by drive() after the core call
+ *   core decide() action --> m->decided; drive() completes the request
+ *
+ * The core must not be re-entered from its own callbacks, and sending a BTL
+ * fragment may run the progress engine (which may deliver one of our
+ * messages). So the core's send() only queues a copy; drive() sends the
+ * queue outside any core call, and a nested drive() returns at once (the
+ * outer one empties the queue and completes requests).
+ *
+ * Messages for a communicator this process has not set up yet (a peer
+ * entered the agreement before we finished creating the communicator) are
+ * stashed and replayed when the module is enabled; messages for a
+ * communicator freed here are dropped.
+ *
+ * No locking: with MPI_THREAD_MULTIPLE (or progress threads) the component
+ * declines every communicator and upstream's ftagree runs the agreements.
+ */
+#include "ompi_config.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+#include <time.h>
+
+#include "opal/class/opal_object.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/errhandler/errhandler.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/op/op.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+#include "ompi/runtime/params.h"
+
+#include "coll_ftera.h"
+
+#define FTERA_OUT(lvl, ...)                                                   \
+    do {                                                                      \
+        if (mca_coll_ftera_verbose >= (lvl) && mca_coll_ftera_output >= 0) {  \
+            opal_output_verbose((lvl), mca_coll_ftera_output, __VA_ARGS__);   \
+        }                                                                     \
+    } while (0)
+
+uint64_t mca_coll_ftera_nagree = 0, mca_coll_ftera_nsent = 0, mca_coll_ftera_nrecv = 0,
+         mca_coll_ftera_nfailures = 0, mca_coll_ftera_nstashed = 0;
+
+/* ------------------------------------------------------------------------ */
+/* global state                                                             */
+
+static int ftera_inited = 0;
+static mca_coll_ftera_module_t *ftera_modules = NULL; /* live modules */
+static ompi_comm_rank_failure_callback_t *ftera_prev_failure_cb = NULL;
+static int ftera_failure_hooked = 0;
+
+/* outgoing queue: filled by the core's send(), emptied by drive() */
+typedef struct ftera_out {
+    struct ftera_out *next;
+    mca_coll_ftera_module_t *module;
+    uint32_t dest;
+    size_t len;
+    unsigned char bytes[]; /* header + core message */
+} ftera_out_t;
+static ftera_out_t *out_head = NULL, *out_tail = NULL;
+static int in_drive = 0;
+
+/* messages for communicators not set up here yet */
+typedef struct ftera_stash {
+    struct ftera_stash *next;
+    mca_coll_ftera_wire_hdr_t hdr;
+    size_t len;
+    unsigned char bytes[]; /* core message (no header) */
+} ftera_stash_t;
+static ftera_stash_t *stash_head = NULL;
+
+/* communicators freed here: late messages for them are dropped */
+#define FTERA_FREED_RING 64
+static struct {
+    uint64_t cid_base, cid_sub;
+    uint32_t epoch;
+    int used;
+} freed_ring[FTERA_FREED_RING];
+static unsigned freed_next = 0;
+
+static void drive(void);
+
+static double ftera_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N,..." makes
+ * world rank R SIGKILL itself right after its N-th agreement message has been
+ * handed to the BTL (the kill-point format of ompi-ulfm/include/
+ * ftslide_killpoint.h, which the test harness recognises). Read once. */
+static long ftera_kill_after = -1;
+
+static void ftera_parse_kill(void)
+{
+    const char *spec = getenv("FTSLIDE_KILL");
+    if (NULL == spec) return;
+    unsigned me = (unsigned) OMPI_PROC_MY_NAME->vpid;
+    for (const char *e = spec; NULL != e && '\0' != *e;) {
+        unsigned r;
+        long n;
+        if (2 == sscanf(e, "%u@ftera_sent_%ld", &r, &n) && r == me && n > 0) {
+            ftera_kill_after = n;
+        }
+        e = strchr(e, ',');
+        if (NULL != e) e++;
+    }
+}
+
+/* Test hook for the replay of early messages: FTSLIDE_FTERA_LATE_ENABLE="R:MS"
+ * makes world rank R run the progress engine for MS milliseconds before it
+ * sets up each new communicator's agreement, so that the peers' first
+ * messages arrive before the module exists and are stashed. */
+static int ftera_late_rank = -1;
+static long ftera_late_ms = 0;
+
+static void ftera_parse_late_enable(void)
+{
+    const char *spec = getenv("FTSLIDE_FTERA_LATE_ENABLE");
+    int r;
+    long ms;
+    if (NULL != spec && 2 == sscanf(spec, "%d:%ld", &r, &ms) && ms > 0) {
+        ftera_late_rank = r;
+        ftera_late_ms = ms;
+    }
+}
+
+static void ftera_maybe_kill(void)
+{
+    if (ftera_kill_after > 0 && (long) mca_coll_ftera_nsent == ftera_kill_after) {
+        fprintf(stderr, "ftslide: rank %u killed at ftera_sent_%ld\n", (unsigned) OMPI_PROC_MY_NAME->vpid,
+                ftera_kill_after);
+        fflush(NULL);
+        kill(getpid(), SIGKILL);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* module and request classes                                               */
+
+static void ftera_module_construct(mca_coll_ftera_module_t *m)
+{
+    m->comm = NULL;
+    m->era = NULL;
+    m->cid_base = m->cid_sub = 0;
+    m->epoch = 0;
+    m->registered = 0;
+    m->next = NULL;
+    m->req = NULL;
+    m->qhead = m->qtail = NULL;
+    m->req_inst = 0;
+    m->decided = 0;
+    m->fallback_agree = NULL;
+    m->fallback_agree_module = NULL;
+    m->fallback_iagree = NULL;
+    m->fallback_iagree_module = NULL;
+}
+
+static void ftera_complete(mca_coll_ftera_module_t *m, int force_error);
+static void ftera_fail_request(mca_coll_ftera_request_t *r, int err);
+
+static void ftera_module_destruct(mca_coll_ftera_module_t *m)
+{
+    while (NULL != m->qhead) {
+        mca_coll_ftera_request_t *q = m->qhead;
+        m->qhead = q->qnext;
+        ftera_fail_request(q, MPI_ERR_COMM);
+    }
+    m->qtail = NULL;
+    if (NULL != m->req) {
+        /* communicator freed with an agreement pending: it cannot complete */
+        ftera_complete(m, MPI_ERR_COMM);
+    }
+    if (m->registered) {
+        mca_coll_ftera_module_t **pp = &ftera_modules;
+        while (*pp && *pp != m) pp = &(*pp)->next;
+        if (*pp) *pp = m->next;
+        m->registered = 0;
+        freed_ring[freed_next].cid_base = m->cid_base;
+        freed_ring[freed_next].cid_sub = m->cid_sub;
+        freed_ring[freed_next].epoch = m->epoch;
+        freed_ring[freed_next].used = 1;
+        freed_next = (freed_next + 1) % FTERA_FREED_RING;
+    }
+    /* drop queued messages of this module */
+    ftera_out_t **op = &out_head;
+    out_tail = NULL;
+    while (*op) {
+        if ((*op)->module == m) {
+            ftera_out_t *dead = *op;
+            *op = dead->next;
+            free(dead);
+        } else {
+            out_tail = *op;
+            op = &(*op)->next;
+        }
+    }
+    if (NULL != m->era) {
+        era_destroy(m->era);
+        m->era = NULL;
+    }
+    if (NULL != m->fallback_agree_module) {
+        OBJ_RELEASE(m->fallback_agree_module);
+    }
+    if (NULL != m->fallback_iagree_module) {
+        OBJ_RELEASE(m->fallback_iagree_module);
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_ftera_module_t, mca_coll_base_module_t, ftera_module_construct,
+                   ftera_module_destruct);
+
+static void ftera_request_construct(mca_coll_ftera_request_t *r)
+{
+    r->module = NULL;
+    r->contrib = NULL;
+    r->outgroup = NULL;
+    r->flag = 0;
+    r->acked = NULL;
+    r->nacked = 0;
+    r->qnext = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_ftera_request_t, ompi_request_t, ftera_request_construct, NULL);
+
+static int ftera_request_free(ompi_request_t **rptr)
+{
+    mca_coll_ftera_request_t *r = (mca_coll_ftera_request_t *) *rptr;
+    /* The module holds its own reference while the agreement is pending, so
+     * freeing an active request (MPI_Request_free) is safe. */
+    if (NULL == r->module) {
+        OMPI_REQUEST_FINI(&r->super);
+    }
+    OBJ_RELEASE(r);
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int ftera_request_cancel(ompi_request_t *req, int complete)
+{
+    (void) req;
+    (void) complete;
+    return OMPI_SUCCESS; /* an agreement cannot be cancelled: no effect */
+}
+
+/* ------------------------------------------------------------------------ */
+/* core callbacks                                                            */
+
+static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
+{
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
+    size_t total = sizeof(mca_coll_ftera_wire_hdr_t) + len;
+    ftera_out_t *o = malloc(sizeof(*o) + total);
+    if (NULL == o) {
+        opal_output(0, "coll:ftera: out of memory queueing a message to rank %u; it is lost", dest);
+        return;
+    }
+    mca_coll_ftera_wire_hdr_t hdr = {.cid_base = m->cid_base, .cid_sub = m->cid_sub,
+                                     .epoch = m->epoch, .src = (uint32_t) ompi_comm_rank(m->comm)};
+    memcpy(o->bytes, &hdr, sizeof(hdr));
+    memcpy(o->bytes + sizeof(hdr), msg, len);
+    o->len = total;
+    o->dest = dest;
+    o->module = m;
+    o->next = NULL;
+    if (out_tail) out_tail->next = o; else out_head = o;
+    out_tail = o;
+}
+
+static void core_decide(void *ctx, const era_result_t *res)
+{
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
+    m->decided = 1;
+    FTERA_OUT(10, "coll:ftera: comm %s rank %d decided instance %" PRIu64 ": flag 0x%08x, %s, %u failed",
+              ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), res->inst,
+              (unsigned) (res->flag & 0xffffffffu), res->proc_failed ? "PROC_FAILED" : "success",
+              res->nfailed);
+}
+
+static const era_callbacks_t core_callbacks = {.send = core_send, .decide = core_decide};
+
+/* ------------------------------------------------------------------------ */
+/* transport                                                                 */
+
+static void ftera_sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                          struct mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl;
+    (void) ep;
+    (void) des;
+    (void) status;
+}
+
+/* Send one queued message. Returns 0 when it is gone (sent, or the peer is
+ * unreachable and has been reported to the core as failed), 1 when the BTL
+ * has no descriptor right now (try again after progress). */
+static int transmit(ftera_out_t *o)
+{
+    mca_coll_ftera_module_t *m = o->module;
+    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) o->dest);
+    mca_bml_base_endpoint_t *ep = (NULL == peer) ? NULL : mca_bml_base_get_endpoint(peer);
+    mca_bml_base_btl_t *bml_btl = NULL;
+
+    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
+        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
+    }
+    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
+        /* no way to reach it: treat as failed */
+        FTERA_OUT(20, "coll:ftera: comm %s: no endpoint for rank %u, taken as failed",
+                  ompi_comm_print_cid(m->comm), o->dest);
+        mca_coll_ftera_nfailures++;
+        era_failure(m->era, o->dest);
+        return 0;
+    }
+    mca_btl_base_module_t *btl = bml_btl->btl;
+    if (o->len > btl->btl_eager_limit) {
+        opal_output(0, "coll:ftera: message of %zu bytes to rank %u exceeds the BTL eager limit (%zu); "
+                       "not sent", o->len, o->dest, (size_t) btl->btl_eager_limit);
+        return 0;
+    }
+    mca_btl_base_descriptor_t *des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, o->len,
+                                                    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == des) {
+        return 1;
+    }
+    memcpy(des->des_segments[0].seg_addr.pval, o->bytes, o->len);
+    des->des_segments[0].seg_len = o->len;
+    des->des_cbfunc = ftera_sent_cb;
+    des->des_cbdata = NULL;
+    int rc = btl->btl_send(btl, bml_btl->btl_endpoint, des, MCA_COLL_FTERA_BTL_TAG);
+    if (rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc) {
+        /* the BTL did not take it: the peer is gone or the link is down; the
+         * failure detector will tell the core */
+        FTERA_OUT(20, "coll:ftera: btl_send to rank %u failed (%d)", o->dest, rc);
+        btl->btl_free(btl, des);
+    }
+    mca_coll_ftera_nsent++;
+    FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
+              o->dest);
+    ftera_maybe_kill();
+    return 0;
+}
+
+/* Start r's agreement in the core; r becomes m's current request. */
+static void feed_known_failures(mca_coll_ftera_module_t *m);
+
+static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
+{
+    feed_known_failures(m);
+    uint64_t inst = 0;
+    int rc = era_start(m->era, r->flag, r->acked, r->nacked, &inst);
+    uint32_t nacked = r->nacked;
+    free(r->acked);
+    r->acked = NULL;
+    if (ERA_OK != rc) {
+        return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
+    }
+    mca_coll_ftera_nagree++;
+    FTERA_OUT(10, "coll:ftera: comm %s rank %d starts instance %" PRIu64 " with 0x%08x, %u acked",
+              ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), inst, (unsigned) (r->flag & 0xffffffffu),
+              nacked);
+    m->req = r;
+    m->req_inst = inst;
+    m->decided = (era_last_decided(m->era) >= inst);
+    return MPI_SUCCESS;
+}
+
+/* Complete the pending request of m from the core's decision (or with
+ * force_error when the communicator goes away). */
+static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
+{
+    mca_coll_ftera_request_t *r = m->req;
+    int err = MPI_SUCCESS;
+
+    m->req = NULL;
+    if (force_error) {
+        err = force_error;
+    } else {
+        uint64_t flag = 0;
+        int proc_failed = 0;
+        const uint32_t *failed = NULL;
+        uint32_t nfailed = 0;
+        int rc = era_test(m->era, m->req_inst, &flag, &proc_failed, &failed, &nfailed);
+        if (1 != rc) {
+            err = MPI_ERR_INTERN;
+        } else {
+            if (NULL != r->contrib) {
+                *r->contrib = (int) (uint32_t) (flag & 0xffffffffu);
+            }
+            err = proc_failed ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            int *ranks = NULL;
+            if (nfailed > 0) {
+                ranks = malloc(nfailed * sizeof(int));
+                if (NULL == ranks) {
+                    err = MPI_ERR_NO_MEM;
+                    nfailed = 0;
+                }
+                for (uint32_t i = 0; i < nfailed; i++) ranks[i] = (int) failed[i];
+            }
+            /* a rank the others saw fail is failed here too (the shrink's
+             * new group and later operations must not wait for it) */
+            for (uint32_t i = 0; i < nfailed; i++) {
+                ompi_proc_t *p = ompi_group_get_proc_ptr(m->comm->c_local_group, ranks[i], true);
+                if (NULL != p && ompi_proc_is_active(p)) {
+                    ompi_errhandler_proc_failed(p);
+                }
+            }
+            if (NULL != r->outgroup) {
+                ompi_group_t *g = NULL;
+                if (NULL != *r->outgroup) {
+                    OBJ_RELEASE(*r->outgroup);
+                }
+                if (nfailed > 0) {
+                    ompi_group_incl(m->comm->c_local_group, (int) nfailed, ranks, &g);
+                } else {
+                    g = MPI_GROUP_EMPTY;
+                    OBJ_RETAIN(g);
+                }
+                *r->outgroup = g;
+            }
+            free(ranks);
+        }
+    }
+    r->module = NULL;
+    r->super.req_status.MPI_ERROR = err;
+    ompi_request_complete(&r->super, true);
+    OBJ_RELEASE(r); /* the module's reference */
+
+    /* the next agreement called on this communicator, if any */
+    while (!force_error && NULL == m->req && NULL != m->qhead) {
+        mca_coll_ftera_request_t *q = m->qhead;
+        m->qhead = q->qnext;
+        if (NULL == m->qhead) m->qtail = NULL;
+        q->qnext = NULL;
+        int rc = ftera_start(m, q);
+        if (MPI_SUCCESS != rc) ftera_fail_request(q, rc);
+    }
+}
+
+/* Complete a request that never reached the core (or cannot finish). */
+static void ftera_fail_request(mca_coll_ftera_request_t *r, int err)
+{
+    free(r->acked);
+    r->acked = NULL;
+    r->module = NULL;
+    r->super.req_status.MPI_ERROR = err;
+    ompi_request_complete(&r->super, true);
+    OBJ_RELEASE(r); /* the module's reference */
+}
+
+static void drive(void)
+{
+    if (in_drive) return;
+    in_drive = 1;
+    for (;;) {
+        int busy = 0;
+        while (NULL != out_head) {
+            ftera_out_t *o = out_head;
+            out_head = o->next;
+            if (NULL == out_head) out_tail = NULL;
+            o->next = NULL;
+            if (transmit(o)) {
+                /* no descriptor: put it back in front, progress, retry */
+                o->next = out_head;
+                out_head = o;
+                if (NULL == out_tail) out_tail = o;
+                busy = 1;
+                break;
+            }
+            free(o);
+        }
+        int completed = 0;
+        for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
+            if (m->decided) {
+                m->decided = 0;
+                if (NULL != m->req && era_last_decided(m->era) >= m->req_inst) {
+                    ftera_complete(m, 0);
+                    completed = 1;
+                    break; /* completion may have changed the list */
+                }
+            }
+        }
+        if (busy) {
+            opal_progress();
+            continue;
+        }
+        if (!completed && NULL == out_head) break;
+    }
+    in_drive = 0;
+}
+
+static mca_coll_ftera_module_t *find_module(uint64_t cid_base, uint64_t cid_sub, uint32_t epoch)
+{
+    for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
+        if (m->cid_base == cid_base && m->cid_sub == cid_sub && m->epoch == epoch) return m;
+    }
+    return NULL;
+}
+
+static void deliver(mca_coll_ftera_module_t *m, uint32_t src, const void *msg, size_t len)
+{
+    if (src >= (uint32_t) ompi_comm_size(m->comm)) return;
+    int rc = era_recv(m->era, src, msg, len);
+    if (ERA_OK != rc) {
+        FTERA_OUT(20, "coll:ftera: comm %s: message from rank %u rejected by the core (%d)",
+                  ompi_comm_print_cid(m->comm), src, rc);
+    }
+}
+
+static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
+{
+    (void) btl;
+    size_t total = 0;
+    for (size_t i = 0; i < des->des_segment_count; i++) total += des->des_segments[i].seg_len;
+    if (total < sizeof(mca_coll_ftera_wire_hdr_t)) return;
+
+    unsigned char *buf;
+    unsigned char *copy = NULL;
+    if (1 == des->des_segment_count) {
+        buf = (unsigned char *) des->des_segments[0].seg_addr.pval;
+    } else {
+        copy = malloc(total);
+        if (NULL == copy) return;
+        size_t off = 0;
+        for (size_t i = 0; i < des->des_segment_count; i++) {
+            memcpy(copy + off, des->des_segments[i].seg_addr.pval, des->des_segments[i].seg_len);
+            off += des->des_segments[i].seg_len;
+        }
+        buf = copy;
+    }
+    mca_coll_ftera_wire_hdr_t hdr;
+    memcpy(&hdr, buf, sizeof(hdr));
+    const unsigned char *msg = buf + sizeof(hdr);
+    size_t len = total - sizeof(hdr);
+    mca_coll_ftera_nrecv++;
+
+    mca_coll_ftera_module_t *m = find_module(hdr.cid_base, hdr.cid_sub, hdr.epoch);
+    if (NULL != m) {
+        FTERA_OUT(30, "coll:ftera: comm %s: received %zu bytes from rank %u", ompi_comm_print_cid(m->comm), len,
+                  hdr.src);
+        deliver(m, hdr.src, msg, len);
+        drive();
+    } else {
+        int freed = 0;
+        for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
+            if (freed_ring[i].used && freed_ring[i].cid_base == hdr.cid_base && freed_ring[i].cid_sub == hdr.cid_sub &&
+                freed_ring[i].epoch == hdr.epoch) {
+                freed = 1;
+                break;
+            }
+        }
+        if (!freed) {
+            ftera_stash_t *s = malloc(sizeof(*s) + len);
+            if (NULL != s) {
+                s->hdr = hdr;
+                s->len = len;
+                memcpy(s->bytes, msg, len);
+                s->next = stash_head;
+                stash_head = s;
+                mca_coll_ftera_nstashed++;
+                FTERA_OUT(20, "coll:ftera: stashed a message from rank %u for a communicator not set up yet",
+                          hdr.src);
+            }
+        }
+    }
+    free(copy);
+}
+
+/* ------------------------------------------------------------------------ */
+/* failures                                                                  */
+
+static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
+{
+    if (!remote) {
+        for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
+            if (m->comm == comm && rank >= 0 && rank < ompi_comm_size(comm) && rank != ompi_comm_rank(comm)) {
+                FTERA_OUT(20, "coll:ftera: comm %s: rank %d failed", ompi_comm_print_cid(comm), rank);
+                mca_coll_ftera_nfailures++;
+                era_failure(m->era, (uint32_t) rank);
+                drive();
+                break;
+            }
+        }
+    }
+    if (NULL != ftera_prev_failure_cb) {
+        ftera_prev_failure_cb(comm, rank, remote);
+    }
+}
+
+/* Tell the core about every rank of comm already known failed here. */
+static void feed_known_failures(mca_coll_ftera_module_t *m)
+{
+    int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    for (int r = 0; r < n; r++) {
+        if (r != me && !ompi_comm_is_proc_active(m->comm, r, false)) {
+            era_failure(m->era, (uint32_t) r);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* agree / iagree                                                            */
+
+static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op_t *op, ompi_group_t **group,
+                        bool grp_update, ompi_communicator_t *comm, ompi_request_t **request,
+                        mca_coll_base_module_t *module)
+{
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
+
+    /* MPIX_Comm_agree/iagree and the shrink all agree on one int with
+     * bitwise AND; that is what the core decides. The rest (the CID
+     * allocation's fault-tolerant allreduce: ints with MAX/MIN) goes to the
+     * next component. */
+    if (1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) {
+        if (NULL == m->fallback_iagree) return MPI_ERR_UNSUPPORTED_OPERATION;
+        FTERA_OUT(10, "coll:ftera: comm %s: %d ints with op %s handed to the next agreement component",
+                  ompi_comm_print_cid(comm), dt_count, op->o_name);
+        return m->fallback_iagree(contrib, dt_count, dt, op, group, grp_update, comm, request,
+                                  m->fallback_iagree_module);
+    }
+    if (NULL == m->era || NULL == m->comm) {
+        return MPI_ERR_INTERN;
+    }
+    /* the failures this caller acknowledges (agree) or knows of (shrink) */
+    uint32_t *acked = NULL;
+    uint32_t nacked = 0;
+    int gsize = (NULL != group && NULL != *group) ? ompi_group_size(*group) : 0;
+    if (gsize > 0) {
+        int *in = malloc(2 * (size_t) gsize * sizeof(int));
+        acked = malloc((size_t) gsize * sizeof(uint32_t));
+        if (NULL == in || NULL == acked) {
+            free(in);
+            free(acked);
+            return MPI_ERR_NO_MEM;
+        }
+        for (int i = 0; i < gsize; i++) in[i] = i;
+        ompi_group_translate_ranks(*group, gsize, in, comm->c_local_group, in + gsize);
+        for (int i = 0; i < gsize; i++) {
+            int r = in[gsize + i];
+            if (MPI_UNDEFINED != r && r >= 0 && r < ompi_comm_size(comm)) acked[nacked++] = (uint32_t) r;
+        }
+        free(in);
+    }
+
+    mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
+    if (NULL == r) {
+        free(acked);
+        return MPI_ERR_NO_MEM;
+    }
+    OMPI_REQUEST_INIT(&r->super, false);
+    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.req_type = OMPI_REQUEST_COLL;
+    r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+    r->super.req_status.MPI_TAG = MPI_ANY_TAG;
+    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->super.req_status._ucount = 0;
+    r->super.req_status._cancelled = 0;
+    r->super.req_mpi_object.comm = comm;
+    r->super.req_free = ftera_request_free;
+    r->super.req_cancel = ftera_request_cancel;
+    r->module = m;
+    r->contrib = (int *) contrib;
+    r->outgroup = grp_update ? group : NULL;
+    r->flag = 0xffffffff00000000ull | (uint64_t) (uint32_t) * (int *) contrib;
+    r->acked = acked;
+    r->nacked = nacked;
+
+    OBJ_RETAIN(r); /* the module's reference, dropped at completion */
+    if (NULL != m->req) {
+        /* an agreement is in progress on this communicator: this one starts
+         * when it has decided here (every process starts them in call order) */
+        if (m->qtail) m->qtail->qnext = r; else m->qhead = r;
+        m->qtail = r;
+        FTERA_OUT(10, "coll:ftera: comm %s: agreement queued behind instance %" PRIu64, ompi_comm_print_cid(comm),
+                  m->req_inst);
+    } else {
+        int rc = ftera_start(m, r);
+        if (MPI_SUCCESS != rc) {
+            r->module = NULL;
+            OBJ_RELEASE(r);
+            OMPI_REQUEST_FINI(&r->super);
+            OBJ_RELEASE(r);
+            return rc;
+        }
+    }
+    *request = &r->super;
+    drive();
+    return MPI_SUCCESS;
+}
+
+static int ftera_agree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op_t *op, ompi_group_t **group,
+                       bool grp_update, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
+    if ((1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) && NULL != m->fallback_agree) {
+        return m->fallback_agree(contrib, dt_count, dt, op, group, grp_update, comm, m->fallback_agree_module);
+    }
+    ompi_request_t *req = NULL;
+    int rc = ftera_iagree(contrib, dt_count, dt, op, group, grp_update, comm, &req, module);
+    if (MPI_SUCCESS != rc) return rc;
+    ompi_request_wait_completion(req);
+    rc = req->req_status.MPI_ERROR;
+    ompi_request_free(&req);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* component / module set-up                                                 */
+
+static bool ftera_threads = false;
+
+int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    /* The adapter has no locking (see the top of this file): with
+     * MPI_THREAD_MULTIPLE or progress threads it steps aside and upstream's
+     * ftagree provides the agreement. */
+    ftera_threads = enable_progress_threads || enable_mpi_threads;
+    if (!ompi_ftmpi_enabled) {
+        return OMPI_SUCCESS; /* comm_query declines: nothing to hook */
+    }
+    if (ftera_inited) return OMPI_SUCCESS;
+    int rc = mca_bml.bml_register(MCA_COLL_FTERA_BTL_TAG, ftera_recv_cb, NULL);
+    if (OMPI_SUCCESS != rc) {
+        opal_output(0, "coll:ftera: cannot register BTL tag 0x%x (%d); the component disables itself",
+                    MCA_COLL_FTERA_BTL_TAG, rc);
+        return rc;
+    }
+    ftera_prev_failure_cb = ompi_rank_failure_cbfunc;
+    ompi_rank_failure_cbfunc = ftera_rank_failure;
+    ftera_failure_hooked = 1;
+    ftera_parse_kill();
+    ftera_parse_late_enable();
+    ftera_inited = 1;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ftera_finalize(void)
+{
+    if (mca_coll_ftera_verbose >= 1 && mca_coll_ftera_output >= 0 && ftera_inited) {
+        opal_output(mca_coll_ftera_output,
+                    "coll:ftera: %" PRIu64 " agreements, %" PRIu64 " messages sent, %" PRIu64 " received, %" PRIu64
+                    " failures fed, %" PRIu64 " stashed",
+                    mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nrecv, mca_coll_ftera_nfailures,
+                    mca_coll_ftera_nstashed);
+    }
+    if (ftera_failure_hooked && ompi_rank_failure_cbfunc == ftera_rank_failure) {
+        ompi_rank_failure_cbfunc = ftera_prev_failure_cb;
+        ftera_failure_hooked = 0;
+    }
+    /* else another component hooked after us and still calls us: leave the
+     * chain intact (the component is linked into libmpi, never unloaded) */
+    while (NULL != stash_head) {
+        ftera_stash_t *s = stash_head;
+        stash_head = s->next;
+        free(s);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
+    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+
+    /* modules are enabled in increasing priority: what the communicator has
+     * now is the next lower-priority agreement */
+    if (NULL != comm->c_coll && NULL != comm->c_coll->coll_iagree && NULL != comm->c_coll->coll_iagree_module &&
+        (mca_coll_base_module_t *) m != comm->c_coll->coll_iagree_module) {
+        m->fallback_iagree = comm->c_coll->coll_iagree;
+        m->fallback_iagree_module = comm->c_coll->coll_iagree_module;
+        OBJ_RETAIN(m->fallback_iagree_module);
+    }
+    if (NULL != comm->c_coll && NULL != comm->c_coll->coll_agree && NULL != comm->c_coll->coll_agree_module &&
+        (mca_coll_base_module_t *) m != comm->c_coll->coll_agree_module) {
+        m->fallback_agree = comm->c_coll->coll_agree;
+        m->fallback_agree_module = comm->c_coll->coll_agree_module;
+        OBJ_RETAIN(m->fallback_agree_module);
+    }
+
+    if (ftera_late_ms > 0 && (int) OMPI_PROC_MY_NAME->vpid == ftera_late_rank && n > 1) {
+        double until = ftera_now_ms() + (double) ftera_late_ms;
+        while (ftera_now_ms() < until) opal_progress();
+    }
+
+    m->comm = comm;
+    m->cid_base = comm->c_contextid.cid_base;
+    m->cid_sub = comm->c_contextid.cid_sub.u64;
+    m->epoch = comm->c_epoch;
+    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode,
+                        (era_tree_t) mca_coll_ftera_tree, NULL, 0, &core_callbacks, m);
+    if (NULL == m->era) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* a communicator of this process with the same extended CID and epoch
+     * was freed before (not expected: epochs grow); its key is live again */
+    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
+        if (freed_ring[i].used && freed_ring[i].cid_base == m->cid_base && freed_ring[i].cid_sub == m->cid_sub &&
+            freed_ring[i].epoch == m->epoch) {
+            freed_ring[i].used = 0;
+        }
+    }
+    m->next = ftera_modules;
+    ftera_modules = m;
+    m->registered = 1;
+    feed_known_failures(m);
+
+    /* replay what peers sent before we got here */
+    ftera_stash_t **sp = &stash_head;
+    int replayed = 0;
+    while (*sp) {
+        ftera_stash_t *s = *sp;
+        if (s->hdr.cid_base == m->cid_base && s->hdr.cid_sub == m->cid_sub && s->hdr.epoch == m->epoch) {
+            *sp = s->next;
+            deliver(m, s->hdr.src, s->bytes, s->len);
+            free(s);
+            replayed = 1;
+        } else {
+            sp = &s->next;
+        }
+    }
+    if (replayed) drive();
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_ftera_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    if (!ompi_ftmpi_enabled || !ftera_inited || OMPI_COMM_IS_INTER(comm)) {
+        return NULL;
+    }
+    if (ftera_threads) {
+        FTERA_OUT(10, "coll:ftera: MPI_THREAD_MULTIPLE or progress threads: not used on comm %s",
+                  ompi_comm_print_cid(comm));
+        return NULL;
+    }
+    if (mca_coll_ftera_priority <= 0) {
+        return NULL;
+    }
+    mca_coll_ftera_module_t *m = OBJ_NEW(mca_coll_ftera_module_t);
+    if (NULL == m) return NULL;
+    *priority = mca_coll_ftera_priority;
+    m->super.coll_module_enable = ftera_module_enable;
+    m->super.coll_agree = ftera_agree;
+    m->super.coll_iagree = ftera_iagree;
+    return &m->super;
+}
