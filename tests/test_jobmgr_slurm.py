@@ -159,7 +159,7 @@ def test_node_loss_ends_job_without_adapter_options(slurm: SlurmCluster, tmp_pat
 
 
 @pytest.mark.skipif(os.environ.get("FTSLIDE_MULTINODE_ULFM") != "1",
-                    reason="ULFM recovery after a node loss still hangs in about 1 run in 10 "
+                    reason="ULFM recovery after a node loss still hangs in about 1 run in 15 "
                            "(docs/nodeloss.md); FTSLIDE_MULTINODE_ULFM=1 runs it")
 def test_node_killed_job_completes(slurm: SlurmCluster, submit, mpi_program, tmp_path: Path) -> None:
     """np 6 on 3 nodes; every process of the third node (slurmd, step, prted, ranks 4 and 5) is
