@@ -3,6 +3,8 @@
  */
 #include "ompi_config.h"
 
+#include <stdio.h>
+
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
@@ -52,9 +54,28 @@ static const mca_base_var_enum_value_t mode_values[] = {
     {0, NULL}
 };
 
+/* Register one enum-valued parameter: Open MPI's enum check then refuses an
+ * invalid value with the parameter's name and its valid values. */
+static int register_enum(const char *name, const mca_base_var_enum_value_t *values, int default_value,
+                         int level, const char *description, int *storage)
+{
+    char enum_name[64];
+    mca_base_var_enum_t *values_enum = NULL;
+
+    snprintf(enum_name, sizeof enum_name, "coll_ftera_%s", name);
+    int rc = mca_base_var_enum_create(enum_name, values, &values_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    *storage = default_value;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, name, description,
+        MCA_BASE_VAR_TYPE_INT, values_enum, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(values_enum);
+    return OMPI_SUCCESS;
+}
+
 static int ftera_register(void)
 {
-    mca_base_var_enum_t *tree_enum = NULL, *mode_enum = NULL;
     int rc;
 
     mca_coll_ftera_priority = 40;
@@ -64,30 +85,21 @@ static int ftera_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_priority);
 
-    rc = mca_base_var_enum_create("coll_ftera_tree", tree_values, &tree_enum);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    mca_coll_ftera_tree = ERA_TREE_BINOMIAL;
-    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "tree",
+    rc = register_enum("tree", tree_values, ERA_TREE_BINOMIAL, OPAL_INFO_LVL_5,
         "Shape of the agreement tree over the ranks not yet agreed failed (rebuilt from each agreed "
         "failed set): binomial (parent = position with its lowest set bit cleared) or binary (binary heap)",
-        MCA_BASE_VAR_TYPE_INT, tree_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_tree);
-    OBJ_RELEASE(tree_enum);
-
-    rc = mca_base_var_enum_create("coll_ftera_mode", mode_values, &mode_enum);
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-    mca_coll_ftera_mode = ERA_MODE_EARLY;
-    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "mode",
+    rc = register_enum("mode", mode_values, ERA_MODE_EARLY, OPAL_INFO_LVL_5,
         "Agreement mode: early (two tree traversals; every surviving process decides the same, as "
         "MPIX_Comm_agree specifies) or uniform (four traversals; also a process that decides and then "
         "crashes decided what the survivors decide)",
-        MCA_BASE_VAR_TYPE_INT, mode_enum, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_mode);
-    OBJ_RELEASE(mode_enum);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
 
     mca_coll_ftera_verbose = 0;
     (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "verbose",
