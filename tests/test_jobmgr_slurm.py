@@ -158,9 +158,6 @@ def test_node_loss_ends_job_without_adapter_options(slurm: SlurmCluster, tmp_pat
     assert fields["JobState"] == "NODE_FAIL", (fields, text)
 
 
-@pytest.mark.skipif(os.environ.get("FTSLIDE_MULTINODE_ULFM") != "1",
-                    reason="ULFM recovery after a node loss still hangs in about 1 run in 15 "
-                           "(docs/nodeloss.md); FTSLIDE_MULTINODE_ULFM=1 runs it")
 def test_node_killed_job_completes(slurm: SlurmCluster, submit, mpi_program, tmp_path: Path) -> None:
     """np 6 on 3 nodes; every process of the third node (slurmd, step, prted, ranks 4 and 5) is
     SIGKILLed once all ranks are ready. The survivors revoke, shrink to 4 and finish COMPLETED."""

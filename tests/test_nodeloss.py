@@ -8,12 +8,11 @@
   0: the job survived, and the HNP could still reach every remaining daemon through the repaired
   routing tree to end them. One more test freezes a node (SIGSTOP) and declares it dead with
   'ftslide notify --node'.
-- The MPI side (FTSLIDE_MULTINODE_ULFM=1): tests/mpi/nodeloss.c loops on MPI_Allreduce; once rank 0
-  reports ``loop=running`` the nodes are killed; the survivors must see MPIX_ERR_PROC_FAILED (or
+- The MPI side: tests/mpi/nodeloss.c loops on MPI_Allreduce; once rank 0 reports
+  ``loop=running`` the nodes are killed; the survivors must see MPIX_ERR_PROC_FAILED (or
   MPIX_ERR_REVOKED), shrink to exactly the other nodes' ranks, run 20 more allreduces and finalize.
-  Not in the default suite: with patches 0002-0005 the recovery across nodes still hangs in about
-  one run in 15, a survivor waiting in its allreduce or everyone in the shrink's agreement
-  (docs/nodeloss.md), and the random-kill test alone makes 20 runs.
+  A leaf node, the relay of a chain, two chained nodes at once, a frozen node declared dead, and
+  20 runs killing a random node at a random time.
 """
 
 from __future__ import annotations
@@ -31,10 +30,6 @@ from test_netcluster import cluster, up  # noqa: F401  (the fixture removes the 
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
               pytest.mark.mpi, pytest.mark.timeout(120)]
-multinode_ulfm = pytest.mark.skipif(
-    os.environ.get("FTSLIDE_MULTINODE_ULFM") != "1",
-    reason="ULFM recovery after a node loss still hangs in about 1 run in 15 (docs/nodeloss.md); "
-           "FTSLIDE_MULTINODE_ULFM=1 runs it")
 SHELL_RANK = 'echo "started rank=$OMPI_COMM_WORLD_RANK"; sleep 4; echo "finished rank=$OMPI_COMM_WORLD_RANK"'
 
 
@@ -63,7 +58,10 @@ def assert_survived(run: MpiRun, lost_nodes: list[int]) -> None:
     detail = run.describe()
     for rank in lost:
         assert run.value(rank, "finalized") is None, f"rank {rank} of a killed node finished\n{detail}"
-    errors = run.values("error", survivors)
+    # A rank's output travels to mpirun along the daemons' routing tree; lines in flight through a
+    # relay at the moment it is killed are lost with it (docs/nodeloss.md), so a survivor behind
+    # that relay may miss its error line. The lines it printed after the repair must all be there.
+    errors = {rank: error for rank, error in run.values("error", survivors).items() if error is not None}
     assert set(errors.values()) <= {"MPIX_ERR_PROC_FAILED", "MPIX_ERR_REVOKED"}, f"{errors}\n{detail}"
     assert "MPIX_ERR_PROC_FAILED" in errors.values(), f"{errors}\n{detail}"
     assert set(run.values("shrink", survivors).values()) == {"MPI_SUCCESS"}, detail
@@ -136,14 +134,12 @@ def nodeloss(mpi_program) -> Path:
     return mpi_program("nodeloss.c")
 
 
-@multinode_ulfm
 def test_leaf_node_lost_in_a_loop_of_collectives(cluster, nodeloss):
     """Node 2 (ranks 4, 5 and its daemon) is killed 0.1 s into the loop."""
     up(cluster, "--nodes", str(NODES), "--slots", str(SLOTS))
     assert_survived(run_and_take_nodes(cluster, nodeloss, [2], delay=0.1), [2])
 
 
-@multinode_ulfm
 def test_relay_node_lost(cluster, nodeloss):
     """With a routing radix of 1 the daemons form the chain 0-1-2-3: node 1's daemon relays for
     nodes 2 and 3. Killing node 1 orphans daemon 2; it must re-parent to the HNP and the HNP adopt it."""
@@ -153,7 +149,6 @@ def test_relay_node_lost(cluster, nodeloss):
     assert_survived(run, [1])
 
 
-@multinode_ulfm
 def test_two_nodes_lost_at_once(cluster, nodeloss):
     """Nodes 1 and 2 are stopped together, then killed: on the chain 0-1-2-3 the relay and the next
     relay go at once, so the HNP adopts a lost daemon and must route past it to node 3."""
@@ -163,7 +158,6 @@ def test_two_nodes_lost_at_once(cluster, nodeloss):
     assert_survived(run, [1, 2])
 
 
-@multinode_ulfm
 @pytest.mark.timeout(900)
 def test_random_kill_times(cluster, nodeloss):
     """20 runs, each killing one of nodes 1..3 at a random time in the first 0.5 s of the loop."""
@@ -178,7 +172,6 @@ def test_random_kill_times(cluster, nodeloss):
             raise AssertionError(f"run {attempt}: node {node} killed {delay:.3f} s in: {exc}") from None
 
 
-@multinode_ulfm
 def test_hung_node_declared_dead_by_notify(cluster, nodeloss):
     """Node 3 is frozen in the middle of the loop, then declared dead with 'ftslide notify --node 3':
     the survivors must recover as after a kill."""
