@@ -110,6 +110,7 @@ static unsigned freed_next = 0;
 
 /* counters; messages_sent is the MPI_T performance variable */
 static unsigned long long ftbmg_nsent = 0;
+unsigned long long ompi_comm_rbcast_upstream_sent = 0;
 static unsigned long ftbmg_ndelivered = 0, ftbmg_nstashed = 0, ftbmg_ndropped = 0;
 
 /* ------------------------------------------------------------------------ */
@@ -144,6 +145,11 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
         OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
         MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
         NULL, NULL, NULL, &ftbmg_nsent);
+    (void) mca_base_pvar_register("ompi", "mpi", "ft", "rbcast_messages_sent",
+        "Messages this process has handed to the BTL for upstream's reliable broadcast (algorithms 1 and 2)",
+        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        NULL, NULL, NULL, &ompi_comm_rbcast_upstream_sent);
     return OMPI_SUCCESS;
 }
 

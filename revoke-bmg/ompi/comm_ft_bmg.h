@@ -55,8 +55,14 @@ enum {
 typedef int (*ompi_comm_ftbmg_deliver_fn_t)(struct ompi_communicator_t *comm,
                                             struct ompi_comm_rbcast_message_t *msg);
 
+/* Messages upstream's diffusion (algorithms 1, 2, tag 0x30) has sent here:
+ * counted by patch 0006 in ompi_comm_rbcast_send_msg(), so that benchmarks
+ * compare message counts (MPI_T: mpi_ft_rbcast_messages_sent). */
+extern unsigned long long ompi_comm_rbcast_upstream_sent;
+
 /* Registers mpi_ft_reliable_bcast (into *algorithm) and the MPI_T
- * performance variable mpi_ft_bmg_messages_sent. */
+ * performance variables mpi_ft_bmg_messages_sent (ours) and
+ * mpi_ft_rbcast_messages_sent (upstream's). */
 int ompi_comm_ftbmg_register_params(int *algorithm);
 /* Starts our transport (BTL tag, failure hook). OMPI_ERR_NOT_SUPPORTED with
  * MPI_THREAD_MULTIPLE (no locking here): the caller falls back to upstream's. */
