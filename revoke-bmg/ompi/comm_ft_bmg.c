@@ -388,6 +388,9 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
     (void) btl;
     unsigned char buf[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
     size_t total = 0;
+    if (!ftbmg_inited) {
+        return; /* after finalize (the BML keeps the tag registered) */
+    }
     for (size_t i = 0; i < des->des_segment_count; i++) {
         size_t l = des->des_segments[i].seg_len;
         if (total + l > sizeof(buf)) return;

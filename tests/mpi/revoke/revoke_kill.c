@@ -12,6 +12,7 @@
  *   shrink_i   return of the shrink, members_i its members as world ranks
  *   sent_i     messages our reliable broadcast sent here during round i (pvar
  *              mpi_ft_bmg_messages_sent; -1 if the variable is missing)
+ *   usent_i    the same for upstream's (pvar mpi_ft_rbcast_messages_sent)
  * and finished=1. Victims die at kill points inside the broadcast (FTSLIDE_KILL
  * R@bmg_sent_N / R@bmg_deliver_N, counted over the whole run) or at
  * before_revoke_i here.
@@ -31,8 +32,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: revoke_kill ROUNDS ORIGIN (ROUNDS >= 1, ORIGIN >= 0)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    ftslide_pvar_t sent;
+    ftslide_pvar_t sent, usent;
     int have_pvar = ftslide_pvar_open(&sent, "mpi_ft_bmg_messages_sent") == 0;
+    int have_upvar = ftslide_pvar_open(&usent, "mpi_ft_rbcast_messages_sent") == 0;
     MPI_Comm c = ftcheck_dup_world();
     for (int i = 1; i <= rounds; i++) {
         int rank, size;
@@ -46,6 +48,7 @@ int main(int argc, char **argv)
         MPI_Irecv(&value, 1, MPI_INT, rank, 7, d, &req);
         /* read before the barrier: a peer may revoke while we are still in it */
         unsigned long long before = have_pvar ? ftslide_pvar_read(&sent) : 0;
+        unsigned long long ubefore = have_upvar ? ftslide_pvar_read(&usent) : 0;
         MPI_Barrier(c);
         ftslide_killpointf(world_rank, "before_revoke_%d", i);
         if (rank == origin % size) {
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
         /* everybody is past the wait of this round: the count is complete */
         printf("ftcheck rank=%d sent_%d=%lld\n", world_rank, i,
                have_pvar ? (long long) (ftslide_pvar_read(&sent) - before) : -1LL);
+        printf("ftcheck rank=%d usent_%d=%lld\n", world_rank, i,
+               have_upvar ? (long long) (ftslide_pvar_read(&usent) - ubefore) : -1LL);
         MPI_Comm_free(&c);
         c = shrunk;
         MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
@@ -80,6 +85,9 @@ int main(int argc, char **argv)
     }
     if (have_pvar) {
         ftslide_pvar_close(&sent);
+    }
+    if (have_upvar) {
+        ftslide_pvar_close(&usent);
     }
     MPI_Comm_free(&c);
     FTCHECK("finished", "%d", 1);
