@@ -70,7 +70,9 @@ typedef struct ftbmg_key {
 
 typedef struct ftbmg_chan {
     struct ftbmg_chan *next;
-    ompi_communicator_t *comm; /* not retained: freed-hook removes the channel */
+    ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
+    ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
+    uint32_t index;            /* the communicator's c_index */
     ftbmg_key_t key;
     uint32_t type;
     uint32_t n, me;
@@ -95,6 +97,7 @@ typedef struct ftbmg_stash {
 
 #define FTBMG_STASH_MAX 4096
 #define FTBMG_FREED_RING 256
+#define FTBMG_DETACHED_MAX 64
 
 static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
@@ -105,6 +108,7 @@ static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 static ftbmg_stash_t *stash = NULL;
 static unsigned nstash = 0;
+static unsigned ndetached = 0;
 static ftbmg_key_t freed_ring[FTBMG_FREED_RING];
 static unsigned freed_next = 0;
 
@@ -178,13 +182,13 @@ static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
 static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
 {
     if (0 == c->rsize) {
-        return ompi_group_peer_lookup(c->comm->c_local_group, (int) pos);
+        return ompi_group_peer_lookup(c->lgrp, (int) pos);
     }
     uint32_t nfirst = c->first ? c->lsize : c->rsize;
     int in_first = pos < nfirst;
     uint32_t idx = in_first ? pos : pos - nfirst;
     int local = (in_first == c->first);
-    return ompi_group_peer_lookup(local ? c->comm->c_local_group : c->comm->c_remote_group, (int) idx);
+    return ompi_group_peer_lookup(local ? c->lgrp : c->rgrp, (int) idx);
 }
 
 /* channel position of rank `rank` of the local (remote = 0) or remote group */
@@ -208,7 +212,7 @@ static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
         return;
     }
     ftbmg_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
-                       .index = c->comm->c_index, .type = c->type, .src = c->me};
+                       .index = c->index, .type = c->type, .src = c->me};
     memcpy(o->bytes, &hdr, sizeof(hdr));
     memcpy(o->bytes + sizeof(hdr), msg, len);
     o->len = sizeof(hdr) + len;
@@ -237,6 +241,14 @@ static void feed_known_failures(ftbmg_chan_t *c)
     }
 }
 
+static void destroy_chan(ftbmg_chan_t *c)
+{
+    if (NULL != c->b) bmg_destroy(c->b);
+    OBJ_RELEASE(c->lgrp);
+    OBJ_RELEASE(c->rgrp);
+    free(c);
+}
+
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
@@ -252,6 +264,11 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
     c = calloc(1, sizeof(*c));
     if (NULL == c) return NULL;
     c->comm = comm;
+    c->lgrp = comm->c_local_group;
+    c->rgrp = comm->c_remote_group;
+    OBJ_RETAIN(c->lgrp);
+    OBJ_RETAIN(c->rgrp);
+    c->index = comm->c_index;
     c->key = key_of(comm);
     c->type = type;
     c->lsize = (uint32_t) ompi_comm_size(comm);
@@ -263,7 +280,7 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
     c->me = chan_pos(c, ompi_comm_rank(comm), 0);
     c->b = bmg_create(c->n, c->me, ftbmg_lean ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &core_callbacks, c);
     if (NULL == c->b) {
-        free(c);
+        destroy_chan(c);
         return NULL;
     }
     feed_known_failures(c);
@@ -323,7 +340,7 @@ static int transmit(ftbmg_out_t *o)
 /* Runs the FT layer's callback of a channel whose core delivered. */
 static void hand_over(ftbmg_chan_t *c)
 {
-    if (!c->delivered) return;
+    if (!c->delivered || NULL == c->comm) return;
     c->delivered = 0;
     ftbmg_ndelivered++;
     FTBMG_OUT(10, "comm %s: broadcast of type %u delivered", ompi_comm_print_cid(c->comm), c->type);
@@ -434,7 +451,9 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
         if (c->comm == comm) {
             (void) bmg_failure(c->b, chan_pos(c, rank, remote));
-            hand_over(c);
+        } else if (NULL == c->comm && &ompi_mpi_comm_world.comm == comm) {
+            /* detached: its communicator is gone, MPI_COMM_WORLD tells */
+            feed_known_failures(c);
         }
     }
     drive();
@@ -478,9 +497,9 @@ int ompi_comm_ftbmg_finalize(void)
     while (NULL != chans) {
         ftbmg_chan_t *c = chans;
         chans = c->next;
-        bmg_destroy(c->b);
-        free(c);
+        destroy_chan(c);
     }
+    ndetached = 0;
     while (NULL != stash) {
         ftbmg_stash_t *s = stash;
         stash = s->next;
@@ -547,9 +566,28 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
             cp = &c->next;
             continue;
         }
-        *cp = c->next;
-        bmg_destroy(c->b);
-        free(c);
+        if (0 == bmg_epoch(c->b)) {
+            *cp = c->next;
+            destroy_chan(c);
+            continue;
+        }
+        /* It delivered: peers may still need it to forward (the lean variant
+         * bypasses a vertex that dies later; a peer may not have the revoke
+         * yet). Detach it from the communicator and keep it, the last
+         * FTBMG_DETACHED_MAX of them. */
+        c->comm = NULL;
+        ndetached++;
+        cp = &c->next;
+    }
+    while (ndetached > FTBMG_DETACHED_MAX) {
+        ftbmg_chan_t **oldest = NULL;
+        for (cp = &chans; NULL != *cp; cp = &(*cp)->next) {
+            if (NULL == (*cp)->comm) oldest = cp;
+        }
+        ftbmg_chan_t *c = *oldest;
+        *oldest = c->next;
+        destroy_chan(c);
+        ndetached--;
     }
     freed_ring[freed_next] = key_of(comm);
     freed_ring[freed_next].used = 1;
