@@ -8,19 +8,73 @@
  * post on d a receive from oneself that is never matched, barrier on c, the
  * rank ORIGIN of c (modulo its size) revokes d, every rank waits for its
  * receive. Then free d and shrink c. Reports, per round:
- *   rc_i       error class of the pending receive (MPIX_ERR_REVOKED expected)
+ *   rc_i       error class of the pending receive (MPIX_ERR_REVOKED expected), or
+ *              NOT_REVOKED when the round's origin died and the revoke had not
+ *              come GRACE_S seconds after this rank saw it dead (an origin that
+ *              dies after sending only to dead peers revokes nobody; then no
+ *              survivor may see the revoke)
  *   shrink_i   return of the shrink, members_i its members as world ranks
  *   sent_i     messages our reliable broadcast sent here during round i (pvar
  *              mpi_ft_bmg_messages_sent; -1 if the variable is missing)
  *   usent_i    the same for upstream's (pvar mpi_ft_rbcast_messages_sent)
  * and finished=1. Victims die at kill points inside the broadcast (FTSLIDE_KILL
  * R@bmg_sent_N / R@bmg_deliver_N, counted over the whole run) or at
- * before_revoke_i here.
+ * before_revoke_i here (never the origin of round i: nobody would revoke).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <time.h>
 
 #include "ftcheck.h"
 #include "ftslide_pvar.h"
+
+#define GRACE_S 3.0
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Is rank r of comm known failed here? */
+static int is_failed(MPI_Comm comm, int r)
+{
+    MPI_Group failed, group;
+    int n, found = 0;
+    MPIX_Comm_get_failed(comm, &failed);
+    MPI_Comm_group(comm, &group);
+    MPI_Group_size(failed, &n);
+    for (int k = 0; k < n && !found; k++) {
+        int g;
+        MPI_Group_translate_ranks(failed, 1, &k, group, &g);
+        found = g == r;
+    }
+    MPI_Group_free(&failed);
+    MPI_Group_free(&group);
+    return found;
+}
+
+/* Wait for the receive; give up GRACE_S after the origin is seen dead. */
+static const char *wait_revoked(MPI_Request *req, MPI_Comm comm, int origin)
+{
+    double dead_since = -1;
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done || rc != MPI_SUCCESS) {
+            return ftcheck_class(rc);
+        }
+        if (dead_since < 0 && is_failed(comm, origin)) {
+            dead_since = now_s();
+        }
+        if (dead_since >= 0 && now_s() - dead_since > GRACE_S) {
+            MPI_Cancel(req);
+            MPI_Wait(req, MPI_STATUS_IGNORE);
+            return "NOT_REVOKED";
+        }
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -50,15 +104,17 @@ int main(int argc, char **argv)
         unsigned long long before = have_pvar ? ftslide_pvar_read(&sent) : 0;
         unsigned long long ubefore = have_upvar ? ftslide_pvar_read(&usent) : 0;
         MPI_Barrier(c);
-        ftslide_killpointf(world_rank, "before_revoke_%d", i);
+        if (rank != origin % size) { /* if the origin died here, nobody would revoke */
+            ftslide_killpointf(world_rank, "before_revoke_%d", i);
+        }
         if (rank == origin % size) {
             MPIX_Comm_revoke(d);
         }
-        int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
-        printf("ftcheck rank=%d rc_%d=%s\n", world_rank, i, ftcheck_class(rc));
+        printf("ftcheck rank=%d rc_%d=%s\n", world_rank, i, wait_revoked(&req, c, origin % size));
+        fflush(stdout);
         MPI_Comm_free(&d);
         MPI_Comm shrunk;
-        rc = MPIX_Comm_shrink(c, &shrunk);
+        int rc = MPIX_Comm_shrink(c, &shrunk);
         printf("ftcheck rank=%d shrink_%d=%s\n", world_rank, i, ftcheck_class(rc));
         /* everybody is past the wait of this round: the count is complete */
         printf("ftcheck rank=%d sent_%d=%lld\n", world_rank, i,
