@@ -41,7 +41,8 @@ class MpiRun:
 def parse_run(returncode: int, stdout: str, stderr: str) -> MpiRun:
     run = MpiRun(returncode, stdout, stderr)
     for line in stdout.splitlines():
-        match = _REPORT.match(line.strip())
+        # (help text that the runtime forwards may leave a NUL in front of the next line)
+        match = _REPORT.match(line.replace("\0", "").strip())
         if match:
             run.reports.setdefault(int(match[1]), {})[match[2]] = match[3]
     for match in _KILLED.finditer(stderr):

@@ -51,13 +51,23 @@ def test_ompi_info_lists_parameter(mpi_prefix):
     assert "ftslide's BMG core" in out, out
 
 
-def test_invalid_value_is_refused(mpi_prefix):
+INVALID = (r"Variable +: mpi_ft_reliable_bcast\s+Value +: gossip\s+Valid values : 0\|none, 1\|bmg, 2\|full, "
+           r"3\|ftslide_flood, 4\|ftslide_lean")
+
+
+def test_invalid_value_is_refused(mpi_prefix, mpi_program):
+    """Open MPI's enum check names the parameter and its valid values, from ompi_info and from every process of
+    a job, which then goes on with the default (as Open MPI does for any invalid enum value)."""
     result = ompi_info(mpi_prefix, "--param", "mpi", "all", "--level", "9",
                        env={"OMPI_MCA_mpi_ft_reliable_bcast": "gossip"})
     text = result.stdout + result.stderr
     assert "An invalid value was supplied for an enum variable" in text, text
-    assert re.search(r"Variable +: mpi_ft_reliable_bcast\s+Value +: gossip\s+Valid values : 0\|none, 1\|bmg, "
-                     r"2\|full, 3\|ftslide_flood, 4\|ftslide_lean", text), text
+    assert re.search(INVALID, text), text
+    run = run_program(mpi_prefix, mpi_program("revoke/revoke_kill.c"), 4, args=["1", "0"],
+                      mpirun_options=["--mca", "mpi_ft_reliable_bcast", "gossip"], timeout=60)
+    assert run.returncode == 0 and re.search(INVALID, run.stdout + run.stderr), run.describe()
+    assert run.values("rc_1", range(4)) == {r: REVOKED for r in range(4)}, run.describe()
+    assert sent_total(run, range(4), "sent_1") == 3, run.describe()  # the default: lean, 3 messages at np 4
 
 
 def survivors_after(run, np, victims, rounds, revoked=(REVOKED,)):
