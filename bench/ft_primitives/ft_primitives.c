@@ -7,10 +7,12 @@
  * revoke: every rank posts a receive that is never matched, rank 0 revokes; the
  * time runs from the revoke call to the last rank's receive returning
  * MPIX_ERR_REVOKED, measured with CLOCK_MONOTONIC, which all processes on one
- * machine share.
+ * machine share. msgs_per_revoke: messages all ranks handed to the BTL for the
+ * revokes (MPI_T counters of ours and of upstream's reliable broadcast, patch
+ * 0008), divided by the number of revokes.
  *
  * Usage: ft_primitives [ITERATIONS [REVOKES]]; rank 0 prints one line
- *     ft_primitives np=N agree_us=.. allreduce_us=.. revoke_us=.. shrink_us=..
+ *     ft_primitives np=N agree_us=.. allreduce_us=.. revoke_us=.. shrink_us=.. msgs_per_revoke=..
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "ftslide_pvar.h"
 
 static double now_us(void)
 {
@@ -68,12 +72,23 @@ static double time_op(MPI_Comm comm, enum op op, int iterations)
     return result;
 }
 
-/* Median over repetitions of revoke call to the last rank's MPIX_ERR_REVOKED. */
-static double time_revoke(int repetitions)
+/* Messages sent so far by this process for reliable broadcasts, ours and upstream's. */
+static unsigned long long rbcast_messages(ftslide_pvar_t *ours, ftslide_pvar_t *upstream)
+{
+    return (ours ? ftslide_pvar_read(ours) : 0) + (upstream ? ftslide_pvar_read(upstream) : 0);
+}
+
+/* Median over repetitions of revoke call to the last rank's MPIX_ERR_REVOKED;
+ * *messages gets the messages per revoke summed over ranks (at rank 0). */
+static double time_revoke(int repetitions, double *messages)
 {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ftslide_pvar_t ours, upstream;
+    ftslide_pvar_t *o = ftslide_pvar_open(&ours, "mpi_ft_bmg_messages_sent") == 0 ? &ours : NULL;
+    ftslide_pvar_t *u = ftslide_pvar_open(&upstream, "mpi_ft_rbcast_messages_sent") == 0 ? &upstream : NULL;
+    unsigned long long before = rbcast_messages(o, u);
     double *times = malloc(sizeof(double) * (size_t)repetitions);
     for (int i = 0; i < repetitions; i++) {
         MPI_Comm victim;
@@ -99,6 +114,16 @@ static double time_revoke(int repetitions)
         times[i] = last - start;
         MPI_Comm_free(&victim);
     }
+    /* a rank forwards inside the progress call that ends its wait: its count is complete */
+    double mine = (double)(rbcast_messages(o, u) - before), total = 0;
+    MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    *messages = total / repetitions;
+    if (o) {
+        ftslide_pvar_close(o);
+    }
+    if (u) {
+        ftslide_pvar_close(u);
+    }
     double result = median(times, repetitions);
     free(times);
     return result;
@@ -121,10 +146,11 @@ int main(int argc, char **argv)
     double agree = time_op(comm, AGREE, iterations);
     double allreduce = time_op(comm, ALLREDUCE, iterations);
     double shrink = time_op(comm, SHRINK, iterations / 10 + 1);
-    double revoke = time_revoke(revokes);
+    double messages = 0;
+    double revoke = time_revoke(revokes, &messages);
     if (rank == 0) {
-        printf("ft_primitives np=%d agree_us=%.2f allreduce_us=%.2f revoke_us=%.2f shrink_us=%.2f\n", size,
-               agree, allreduce, revoke, shrink);
+        printf("ft_primitives np=%d agree_us=%.2f allreduce_us=%.2f revoke_us=%.2f shrink_us=%.2f "
+               "msgs_per_revoke=%.1f\n", size, agree, allreduce, revoke, shrink, messages);
     }
     MPI_Comm_free(&comm);
     MPI_Finalize();

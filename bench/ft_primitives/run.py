@@ -2,6 +2,7 @@
 """Latency of agree, revoke-to-error and shrink, side by side for each FT module set.
 
     python bench/ft_primitives/run.py [--np 2,4,8] [--modules upstream,upstream-star] [--iterations 200]
+    python bench/ft_primitives/run.py --np 2,4,8,16 --modules upstream,ours-flood,ours   # revoke: ours vs upstream
 
 Each module set is a list of MCA parameters given to mpirun (MODULE_SETS below);
 all sets run in one invocation on the same build, and the table prints each
@@ -27,23 +28,28 @@ from ftslide.table import print_table  # noqa: E402
 SOURCE = Path(__file__).with_name("ft_primitives.c")
 # name -> mpirun MCA arguments selecting the agreement and reliable-broadcast modules.
 # Our coll/ftera (coll-ftagree/ompi) has the highest priority in our build, so the
-# upstream sets exclude it (--mca coll ^ftera) to run upstream's ftagree.
+# upstream sets exclude it (--mca coll ^ftera) to run upstream's ftagree. Our revoke
+# (mpi_ft_reliable_bcast ftslide_lean, revoke-bmg/) is the default; upstream sets
+# select upstream's binomial-graph diffusion (bmg) or its all-to-all one (full).
 # Upstream's early-terminating agreement (coll_ftagree_agreement 2) is left out: in
 # 5.0.7 it returns MPI_ERR_PROC_FAILED with no failure at all.
 NO_FTERA = ["--mca", "coll", "^ftera"]
 MODULE_SETS = {
     "upstream": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "1",
-                 "--mca", "mpi_ft_reliable_bcast", "1"],
+                 "--mca", "mpi_ft_reliable_bcast", "bmg"],
     "ours": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
-             "--mca", "mpi_ft_reliable_bcast", "1"],
+             "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
+    "ours-flood": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
+                   "--mca", "mpi_ft_reliable_bcast", "ftslide_flood"],
     "ours-uniform": ["--mca", "coll_ftera_mode", "uniform", "--mca", "coll_ftera_tree", "binomial",
-                     "--mca", "mpi_ft_reliable_bcast", "1"],
+                     "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
     "upstream-star": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1", "--mca", "coll_ftagree_era_topology", "2",
-                      "--mca", "mpi_ft_reliable_bcast", "1"],
+                      "--mca", "mpi_ft_reliable_bcast", "bmg"],
     "upstream-full-rbcast": [*NO_FTERA, "--mca", "coll_ftagree_agreement", "1",
-                             "--mca", "coll_ftagree_era_topology", "1", "--mca", "mpi_ft_reliable_bcast", "2"],
+                             "--mca", "coll_ftagree_era_topology", "1", "--mca", "mpi_ft_reliable_bcast", "full"],
 }
-FIELDS = ("agree_us", "allreduce_us", "revoke_us", "shrink_us")
+FIELDS = ("agree_us", "allreduce_us", "revoke_us", "shrink_us", "msgs_per_revoke")
+RATIOS = ("agree_us", "revoke_us", "shrink_us", "msgs_per_revoke")
 
 
 def measure(prefix: Path, binary: Path, np: int, mca: list[str], iterations: int) -> dict[str, float]:
@@ -99,16 +105,18 @@ def main() -> int:
                 base = base or got
                 rows.append([np, name, *(f"{got[f]:.1f}" for f in FIELDS),
                              f"{got['agree_us'] / got['allreduce_us']:.2f}x",
-                             *(f"{got[f] / base[f]:.2f}x" for f in ("agree_us", "revoke_us", "shrink_us"))])
+                             *(f"{got[f] / base[f]:.2f}x" if base[f] else "-" for f in RATIOS)])
                 print(f"np {np} {name}: done", file=sys.stderr, flush=True)
     except FtslideError as exc:
         print(f"run.py: error: {exc}", file=sys.stderr)
         return 1
-    print_table(["np", "modules", "agree us", "allreduce us", "revoke us", "shrink us", "agree/allreduce",
-                 f"agree vs {sets[0]}", f"revoke vs {sets[0]}", f"shrink vs {sets[0]}"], rows)
+    print_table(["np", "modules", "agree us", "allreduce us", "revoke us", "shrink us", "msgs/revoke",
+                 "agree/allreduce", f"agree vs {sets[0]}", f"revoke vs {sets[0]}", f"shrink vs {sets[0]}",
+                 f"msgs vs {sets[0]}"], rows)
     print("median of per-iteration max over ranks" + (f", median of {args.repeat} interleaved runs"
                                                         if args.repeat > 1 else "")
-          + "; revoke: revoke call to the last MPIX_ERR_REVOKED; oversubscribed on", __import__("os").cpu_count(),
+          + "; revoke: revoke call to the last MPIX_ERR_REVOKED; msgs/revoke: reliable-broadcast messages of all "
+          "ranks per revoke (MPI_T counters); oversubscribed on", __import__("os").cpu_count(),
           "cores")
     return 0
 

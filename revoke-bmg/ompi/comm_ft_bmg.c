@@ -1,0 +1,595 @@
+/*
+ * comm_ft_bmg.c - the adapter between ULFM's FT layer and our BMG core.
+ *
+ * One channel per (communicator, broadcast type): a bmg_t over the members of
+ * the communicator (for an inter-communicator: both groups, the group that
+ * ompi_comm_determine_first_auto() puts first taking positions 0..n1-1). A
+ * revoke is epoch 1 of its channel; the communicator itself is named on the
+ * wire by its extended CID, its local index and its c_epoch, which together
+ * differ between two communicators that reuse a CID.
+ *
+ *   ompi_comm_ftbmg_bcast()          --> bmg_broadcast()
+ *   BTL active message on our tag    --> bmg_recv()
+ *   Open MPI's rank-failure callback --> bmg_failure()
+ *   core send()    --> queued; drive() hands the queue to the BTL
+ *   core deliver() --> noted; the FT layer's callback runs after the core call
+ *
+ * The core must not be re-entered from its own callbacks, and a BTL send may
+ * run the progress engine, which may bring in one of our messages: send()
+ * only queues, and a nested drive() returns at once.
+ *
+ * A message for a communicator this process does not have: if one with that
+ * name was freed here it is dropped, otherwise it is kept (bounded) and
+ * replayed when the communicator is activated here.
+ *
+ * Fault injection for the tests: FTSLIDE_KILL="R@bmg_sent_N" kills world rank R
+ * right after it handed its N-th message to the BTL, "R@bmg_deliver_N" right
+ * after its N-th delivery, before it forwards anything (ftslide_killpoint.h).
+ */
+#include "ompi_config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/proc/proc.h"
+#include "ompi/runtime/mpiruntime.h"
+#include "ompi/runtime/params.h"
+
+#include "bmg.h"
+#include "comm_ft_bmg.h"
+#include "ftslide_killpoint.h"
+
+#define FTBMG_OUT(lvl, ...) opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__)
+
+/* on the wire, in front of the core's message */
+typedef struct ftbmg_hdr {
+    uint64_t cid_base, cid_sub; /* extended CID */
+    uint32_t epoch;             /* c_epoch */
+    uint32_t index;             /* sender's c_index (everybody's, for a global-index communicator) */
+    uint32_t type;              /* FT-layer broadcast type */
+    uint32_t src;               /* sender's position in the channel */
+} ftbmg_hdr_t;
+
+typedef struct ftbmg_key {
+    uint64_t cid_base, cid_sub;
+    uint32_t epoch;
+    uint32_t used; /* in the ring of freed names */
+} ftbmg_key_t;
+
+typedef struct ftbmg_chan {
+    struct ftbmg_chan *next;
+    ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
+    ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
+    uint32_t index;            /* the communicator's c_index */
+    ftbmg_key_t key;
+    uint32_t type;
+    uint32_t n, me;
+    uint32_t lsize, rsize;     /* local and remote group sizes (intra: rsize = 0) */
+    int first;                 /* inter: our group takes positions 0..lsize-1 */
+    int delivered;             /* the core delivered; the FT callback is due */
+    bmg_t *b;
+} ftbmg_chan_t;
+
+typedef struct ftbmg_out {
+    struct ftbmg_out *next;
+    ompi_proc_t *proc;
+    size_t len;
+    unsigned char bytes[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
+} ftbmg_out_t;
+
+typedef struct ftbmg_stash {
+    struct ftbmg_stash *next;
+    ftbmg_hdr_t hdr;
+    unsigned char msg[BMG_MSG_SIZE];
+} ftbmg_stash_t;
+
+#define FTBMG_STASH_MAX 4096
+#define FTBMG_FREED_RING 256
+#define FTBMG_DETACHED_MAX 64
+
+static int ftbmg_inited = 0;
+static int ftbmg_lean = 1;
+static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
+static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
+static ftbmg_chan_t *chans = NULL;
+static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
+static int in_drive = 0;
+static ftbmg_stash_t *stash = NULL;
+static unsigned nstash = 0;
+static unsigned ndetached = 0;
+static ftbmg_key_t freed_ring[FTBMG_FREED_RING];
+static unsigned freed_next = 0;
+
+/* counters; messages_sent is the MPI_T performance variable */
+static unsigned long long ftbmg_nsent = 0;
+unsigned long long ompi_comm_rbcast_upstream_sent = 0;
+static unsigned long ftbmg_ndelivered = 0, ftbmg_nstashed = 0, ftbmg_ndropped = 0;
+
+/* ------------------------------------------------------------------------ */
+/* parameters                                                                */
+
+static const mca_base_var_enum_value_t algorithms[] = {
+    {OMPI_COMM_RBCAST_NONE, "none"},
+    {OMPI_COMM_RBCAST_BMG, "bmg"},
+    {OMPI_COMM_RBCAST_FULL, "full"},
+    {OMPI_COMM_RBCAST_FTSLIDE_FLOOD, "ftslide_flood"},
+    {OMPI_COMM_RBCAST_FTSLIDE_LEAN, "ftslide_lean"},
+    {0, NULL}
+};
+
+int ompi_comm_ftbmg_register_params(int *algorithm)
+{
+    mca_base_var_enum_t *values = NULL;
+    int rc = mca_base_var_enum_create("mpi_ft_reliable_bcast", algorithms, &values);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    *algorithm = OMPI_COMM_RBCAST_DEFAULT;
+    (void) mca_base_var_register("ompi", "mpi", "ft", "reliable_bcast",
+        "Reliable broadcast that carries MPIX_Comm_revoke: 0|none (revoke stays local), 1|bmg (upstream's "
+        "binomial-graph diffusion), 2|full (upstream's all-to-all diffusion), 3|ftslide_flood (ftslide's BMG "
+        "core, every process forwards to all its binomial-graph neighbours), 4|ftslide_lean (ftslide's BMG "
+        "core, forwarding along a binomial spanning tree that bypasses failed vertices; the default)",
+        MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, algorithm);
+    OBJ_RELEASE(values);
+    (void) mca_base_pvar_register("ompi", "mpi", "ft", "bmg_messages_sent",
+        "Messages this process has handed to the BTL for ftslide's reliable broadcast (revoke)",
+        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        NULL, NULL, NULL, &ftbmg_nsent);
+    (void) mca_base_pvar_register("ompi", "mpi", "ft", "rbcast_messages_sent",
+        "Messages this process has handed to the BTL for upstream's reliable broadcast (algorithms 1 and 2)",
+        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        NULL, NULL, NULL, &ompi_comm_rbcast_upstream_sent);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* channels                                                                  */
+
+static ftbmg_key_t key_of(ompi_communicator_t *comm)
+{
+    ftbmg_key_t k = {.cid_base = comm->c_contextid.cid_base, .cid_sub = comm->c_contextid.cid_sub.u64,
+                     .epoch = comm->c_epoch};
+    return k;
+}
+
+static int same_key(const ftbmg_key_t *a, const ftbmg_key_t *b)
+{
+    return a->cid_base == b->cid_base && a->cid_sub == b->cid_sub && a->epoch == b->epoch;
+}
+
+static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
+{
+    ftbmg_key_t k = {.cid_base = h->cid_base, .cid_sub = h->cid_sub, .epoch = h->epoch};
+    return k;
+}
+
+/* process at channel position pos */
+static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
+{
+    if (0 == c->rsize) {
+        return ompi_group_peer_lookup(c->lgrp, (int) pos);
+    }
+    uint32_t nfirst = c->first ? c->lsize : c->rsize;
+    int in_first = pos < nfirst;
+    uint32_t idx = in_first ? pos : pos - nfirst;
+    int local = (in_first == c->first);
+    return ompi_group_peer_lookup(local ? c->lgrp : c->rgrp, (int) idx);
+}
+
+/* channel position of rank `rank` of the local (remote = 0) or remote group */
+static uint32_t chan_pos(const ftbmg_chan_t *c, int rank, int remote)
+{
+    if (0 == c->rsize) {
+        return (uint32_t) rank;
+    }
+    int in_first = remote ? !c->first : c->first;
+    uint32_t nfirst = c->first ? c->lsize : c->rsize;
+    return in_first ? (uint32_t) rank : nfirst + (uint32_t) rank;
+}
+
+static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
+{
+    ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
+    ftbmg_out_t *o = malloc(sizeof(*o));
+    if (NULL == o || len > BMG_MSG_SIZE) {
+        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
+        free(o);
+        return;
+    }
+    ftbmg_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
+                       .index = c->index, .type = c->type, .src = c->me};
+    memcpy(o->bytes, &hdr, sizeof(hdr));
+    memcpy(o->bytes + sizeof(hdr), msg, len);
+    o->len = sizeof(hdr) + len;
+    o->proc = chan_proc(c, dest);
+    o->next = NULL;
+    if (out_tail) out_tail->next = o; else out_head = o;
+    out_tail = o;
+}
+
+static void core_deliver(void *ctx, uint32_t origin, uint64_t epoch)
+{
+    ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
+    (void) origin;
+    (void) epoch;
+    c->delivered = 1;
+}
+
+static const bmg_callbacks_t core_callbacks = {.send = core_send, .deliver = core_deliver};
+
+static void feed_known_failures(ftbmg_chan_t *c)
+{
+    for (uint32_t pos = 0; pos < c->n; pos++) {
+        if (pos != c->me && !ompi_proc_is_active(chan_proc(c, pos))) {
+            (void) bmg_failure(c->b, pos);
+        }
+    }
+}
+
+static void destroy_chan(ftbmg_chan_t *c)
+{
+    if (NULL != c->b) bmg_destroy(c->b);
+    OBJ_RELEASE(c->lgrp);
+    OBJ_RELEASE(c->rgrp);
+    free(c);
+}
+
+static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
+{
+    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
+        if (c->comm == comm && c->type == type) return c;
+    }
+    return NULL;
+}
+
+static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
+{
+    ftbmg_chan_t *c = find_chan(comm, type);
+    if (NULL != c) return c;
+    c = calloc(1, sizeof(*c));
+    if (NULL == c) return NULL;
+    c->comm = comm;
+    c->lgrp = comm->c_local_group;
+    c->rgrp = comm->c_remote_group;
+    OBJ_RETAIN(c->lgrp);
+    OBJ_RETAIN(c->rgrp);
+    c->index = comm->c_index;
+    c->key = key_of(comm);
+    c->type = type;
+    c->lsize = (uint32_t) ompi_comm_size(comm);
+    if (OMPI_COMM_IS_INTER(comm)) {
+        c->rsize = (uint32_t) ompi_comm_remote_size(comm);
+        c->first = ompi_comm_determine_first_auto(comm);
+    }
+    c->n = c->lsize + c->rsize;
+    c->me = chan_pos(c, ompi_comm_rank(comm), 0);
+    c->b = bmg_create(c->n, c->me, ftbmg_lean ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &core_callbacks, c);
+    if (NULL == c->b) {
+        destroy_chan(c);
+        return NULL;
+    }
+    feed_known_failures(c);
+    c->next = chans;
+    chans = c;
+    return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* transport                                                                 */
+
+static void sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    struct mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl;
+    (void) ep;
+    (void) des;
+    if (OPAL_SUCCESS != status) {
+        FTBMG_OUT(20, "a message was not delivered by the BTL (%d)", status);
+    }
+}
+
+/* Hands one message to the BTL. 1: no descriptor now, retry after progress. */
+static int transmit(ftbmg_out_t *o)
+{
+    if (!ompi_proc_is_active(o->proc)) {
+        return 0; /* the failure callback tells (or told) the core */
+    }
+    mca_bml_base_endpoint_t *ep = mca_bml_base_get_endpoint(o->proc);
+    mca_bml_base_btl_t *bml_btl = NULL;
+    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
+        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
+    }
+    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
+        FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
+        return 0;
+    }
+    mca_btl_base_descriptor_t *des = NULL;
+    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, o->len,
+                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == des) {
+        return 1;
+    }
+    memcpy(des->des_segments[0].seg_addr.pval, o->bytes, o->len);
+    des->des_cbfunc = sent_cb;
+    int rc = mca_bml_base_send(bml_btl, des, OMPI_COMM_FTBMG_BTL_TAG);
+    if (rc < 0) {
+        FTBMG_OUT(20, "btl send to %s failed (%d)", OMPI_NAME_PRINT(&o->proc->super.proc_name), rc);
+        mca_bml_base_free(bml_btl, des);
+        return 0;
+    }
+    ftbmg_nsent++;
+    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_sent_%llu", ftbmg_nsent);
+    return 0;
+}
+
+/* Runs the FT layer's callback of a channel whose core delivered. */
+static void hand_over(ftbmg_chan_t *c)
+{
+    if (!c->delivered || NULL == c->comm) return;
+    c->delivered = 0;
+    ftbmg_ndelivered++;
+    FTBMG_OUT(10, "comm %s: broadcast of type %u delivered", ompi_comm_print_cid(c->comm), c->type);
+    ompi_comm_rbcast_message_t msg = {.cid = ompi_comm_get_local_cid(c->comm), .epoch = c->comm->c_epoch,
+                                      .type = (uint8_t) c->type};
+    (void) ftbmg_deliver_fn(c->comm, &msg);
+    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_deliver_%lu", ftbmg_ndelivered);
+}
+
+static void drive(void)
+{
+    if (in_drive) return;
+    in_drive = 1;
+    while (NULL != out_head) {
+        ftbmg_out_t *o = out_head;
+        if (transmit(o)) {
+            opal_progress();
+            continue;
+        }
+        out_head = o->next;
+        if (NULL == out_head) out_tail = NULL;
+        free(o);
+    }
+    in_drive = 0;
+}
+
+static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
+{
+    if (src >= c->n) return;
+    int rc = bmg_recv(c->b, src, msg, BMG_MSG_SIZE);
+    if (BMG_OK != rc) {
+        FTBMG_OUT(20, "comm %s: message from position %u refused by the core (%d)",
+                  ompi_comm_print_cid(c->comm), src, rc);
+    }
+    hand_over(c);
+}
+
+/* the communicator the header names, if this process has it */
+static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
+{
+    ompi_comm_extended_cid_t excid = {.cid_base = h->cid_base, .cid_sub = {.u64 = h->cid_sub}};
+    ompi_communicator_t *comm = ompi_comm_lookup_cid(excid);
+    if (NULL == comm) {
+        comm = ompi_comm_lookup(h->index);
+    }
+    if (NULL == comm || !ompi_comm_cid_compare(comm, excid) || comm->c_epoch != h->epoch) {
+        return NULL;
+    }
+    return comm;
+}
+
+static int was_freed(const ftbmg_key_t *k)
+{
+    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
+        if (freed_ring[i].used && same_key(&freed_ring[i], k)) return 1;
+    }
+    return 0;
+}
+
+static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
+{
+    (void) btl;
+    unsigned char buf[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
+    size_t total = 0;
+    if (!ftbmg_inited) {
+        return; /* after finalize (the BML keeps the tag registered) */
+    }
+    for (size_t i = 0; i < des->des_segment_count; i++) {
+        size_t l = des->des_segments[i].seg_len;
+        if (total + l > sizeof(buf)) return;
+        memcpy(buf + total, des->des_segments[i].seg_addr.pval, l);
+        total += l;
+    }
+    if (total != sizeof(buf)) return;
+    ftbmg_hdr_t hdr;
+    memcpy(&hdr, buf, sizeof(hdr));
+
+    ompi_communicator_t *comm = lookup(&hdr);
+    if (NULL != comm) {
+        ftbmg_chan_t *c = get_chan(comm, hdr.type);
+        if (NULL != c) on_message(c, hdr.src, buf + sizeof(hdr));
+        drive();
+        return;
+    }
+    ftbmg_key_t k = key_of_hdr(&hdr);
+    if (was_freed(&k) || nstash >= FTBMG_STASH_MAX) {
+        ftbmg_ndropped++;
+        FTBMG_OUT(20, "dropped a message for a communicator %s (epoch %u)",
+                  nstash >= FTBMG_STASH_MAX ? "not here (stash full)" : "freed here", hdr.epoch);
+        return;
+    }
+    ftbmg_stash_t *s = malloc(sizeof(*s));
+    if (NULL == s) return;
+    s->hdr = hdr;
+    memcpy(s->msg, buf + sizeof(hdr), BMG_MSG_SIZE);
+    s->next = stash;
+    stash = s;
+    nstash++;
+    ftbmg_nstashed++;
+    FTBMG_OUT(20, "kept a message for a communicator not here yet (epoch %u)", hdr.epoch);
+}
+
+/* ------------------------------------------------------------------------ */
+/* failures                                                                  */
+
+static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
+{
+    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
+        if (c->comm == comm) {
+            (void) bmg_failure(c->b, chan_pos(c, rank, remote));
+        } else if (NULL == c->comm && &ompi_mpi_comm_world.comm == comm) {
+            /* detached: its communicator is gone, MPI_COMM_WORLD tells */
+            feed_known_failures(c);
+        }
+    }
+    drive();
+    if (NULL != ftbmg_prev_failure_cb) {
+        ftbmg_prev_failure_cb(comm, rank, remote);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* entry points                                                              */
+
+int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
+{
+    if (ompi_mpi_thread_multiple) {
+        FTBMG_OUT(1, "MPI_THREAD_MULTIPLE: upstream's binomial-graph diffusion carries the revoke");
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    ftbmg_lean = lean;
+    ftbmg_deliver_fn = deliver;
+    if (ftbmg_inited) return OMPI_SUCCESS;
+    int rc = mca_bml.bml_register(OMPI_COMM_FTBMG_BTL_TAG, recv_cb, NULL);
+    if (OMPI_SUCCESS != rc) {
+        opal_output(0, "ftbmg: cannot register BTL tag 0x%x (%d)", OMPI_COMM_FTBMG_BTL_TAG, rc);
+        return rc;
+    }
+    ftbmg_prev_failure_cb = ompi_rank_failure_cbfunc;
+    ompi_rank_failure_cbfunc = rank_failure;
+    ftbmg_inited = 1;
+    return OMPI_SUCCESS;
+}
+
+int ompi_comm_ftbmg_finalize(void)
+{
+    if (!ftbmg_inited) return OMPI_SUCCESS;
+    FTBMG_OUT(1, "%llu messages sent, %lu broadcasts delivered, %lu kept for later, %lu dropped", ftbmg_nsent,
+              ftbmg_ndelivered, ftbmg_nstashed, ftbmg_ndropped);
+    if (ompi_rank_failure_cbfunc == rank_failure) {
+        ompi_rank_failure_cbfunc = ftbmg_prev_failure_cb;
+    }
+    /* else someone hooked after us and still calls us: leave the chain */
+    while (NULL != chans) {
+        ftbmg_chan_t *c = chans;
+        chans = c->next;
+        destroy_chan(c);
+    }
+    ndetached = 0;
+    while (NULL != stash) {
+        ftbmg_stash_t *s = stash;
+        stash = s->next;
+        free(s);
+    }
+    nstash = 0;
+    while (NULL != out_head) {
+        ftbmg_out_t *o = out_head;
+        out_head = o->next;
+        free(o);
+    }
+    out_tail = NULL;
+    ftbmg_inited = 0;
+    return OMPI_SUCCESS;
+}
+
+int ompi_comm_ftbmg_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t *msg)
+{
+    ftbmg_chan_t *c = get_chan(comm, msg->type);
+    if (NULL == c) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    FTBMG_OUT(10, "comm %s: broadcasting type %u over %u processes (%s)", ompi_comm_print_cid(comm), c->type, c->n,
+              ftbmg_lean ? "lean" : "flooding");
+    int rc = bmg_broadcast(c->b, 1);
+    c->delivered = 0; /* the caller has delivered here already */
+    drive();
+    return BMG_OK == rc ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+}
+
+void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
+{
+    if (!ftbmg_inited || NULL == stash) return;
+    ftbmg_key_t k = key_of(comm);
+    /* a name freed before and now live again (not expected: epochs differ) */
+    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
+        if (same_key(&freed_ring[i], &k)) freed_ring[i].used = 0;
+    }
+    ftbmg_stash_t **sp = &stash;
+    while (NULL != *sp) {
+        ftbmg_stash_t *s = *sp;
+        ftbmg_key_t sk = key_of_hdr(&s->hdr);
+        if (!same_key(&sk, &k)) {
+            sp = &s->next;
+            continue;
+        }
+        *sp = s->next;
+        nstash--;
+        ftbmg_chan_t *c = get_chan(comm, s->hdr.type);
+        FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
+        if (NULL != c) on_message(c, s->hdr.src, s->msg);
+        free(s);
+    }
+    drive();
+}
+
+void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
+{
+    if (!ftbmg_inited) return;
+    ftbmg_chan_t **cp = &chans;
+    while (NULL != *cp) {
+        ftbmg_chan_t *c = *cp;
+        if (c->comm != comm) {
+            cp = &c->next;
+            continue;
+        }
+        if (0 == bmg_epoch(c->b)) {
+            *cp = c->next;
+            destroy_chan(c);
+            continue;
+        }
+        /* It delivered: peers may still need it to forward (the lean variant
+         * bypasses a vertex that dies later; a peer may not have the revoke
+         * yet). Detach it from the communicator and keep it, the last
+         * FTBMG_DETACHED_MAX of them. */
+        c->comm = NULL;
+        ndetached++;
+        cp = &c->next;
+    }
+    while (ndetached > FTBMG_DETACHED_MAX) {
+        ftbmg_chan_t **oldest = NULL;
+        for (cp = &chans; NULL != *cp; cp = &(*cp)->next) {
+            if (NULL == (*cp)->comm) oldest = cp;
+        }
+        ftbmg_chan_t *c = *oldest;
+        *oldest = c->next;
+        destroy_chan(c);
+        ndetached--;
+    }
+    freed_ring[freed_next] = key_of(comm);
+    freed_ring[freed_next].used = 1;
+    freed_next = (freed_next + 1) % FTBMG_FREED_RING;
+}
