@@ -34,7 +34,7 @@ from .topology import Topology, TopologyError, parse_topology
 
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
-TREES = ("binomial", "binary")
+TREES = ("binomial", "binary", "knomial4")
 MAX_P = 1 << 16
 # Memory the driver needs, measured on the auto-sized torus (docs/protocols.md,
 # "Scale"): the cores keep O(failures + log P) words per process (sorted rank

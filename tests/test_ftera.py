@@ -42,7 +42,8 @@ def test_ompi_info_lists_component(mpi_prefix):
     out = params.stdout
     for name in ("coll_ftera_priority", "coll_ftera_tree", "coll_ftera_mode", "coll_ftera_verbose"):
         assert name in out, out
-    assert "Valid values: 0|binomial, 1|binary" in out, out
+    assert "Valid values: 0|binomial, 1|binary, 2|knomial4" in out, out
+    assert 'coll_ftera_tree" (current value: "knomial4"' in out, out
     assert "Valid values: 1|early, 0|uniform" in out, out
     assert "upstream's ftagree has 30" in out, out
     default_priority = re.search(r'coll_ftera_priority" \(current value: "(\d+)"', out)
@@ -59,11 +60,11 @@ def test_invalid_tree_value_is_refused(mpi_prefix, mpi_program):
                        env={"OMPI_MCA_coll_ftera_tree": "ternary"})
     text = result.stdout + result.stderr
     assert "An invalid value was supplied for an enum variable" in text, text
-    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary", text), text
+    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4", text), text
     run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 2, args=["1"],
                       mpirun_options=["--mca", "coll_ftera_tree", "ternary"], timeout=60)
     text = run.stdout + run.stderr
-    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary", text), text
+    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4", text), text
     # (the help text forwarded by the runtime may leave a NUL before the next stdout line: check the last one)
     assert run.values("finished", [0, 1]) == {0: "1", 1: "1"}, run.describe()
 
@@ -136,23 +137,33 @@ def check_agreements(run, np, rounds, victims):
         assert run.value(r, "finished") is None
 
 
-# (np, variant, kills, extra mpirun options). Binomial tree over 4 ranks: 0 is the root with children 1 and 2,
-# 2 is inner with child 3; over 6: 0 -> 1, 2, 4; 2 -> 3; 4 -> 5.
+# (np, variant, kills, extra mpirun options). The 4-nomial tree (the default) over 8 ranks: 0 is the root with
+# children 1, 2, 3 and 4; 4 is inner with children 5, 6 and 7. The binomial tree over 4 ranks: 0 is the root with
+# children 1 and 2, 2 is inner with child 3; over 6: 0 -> 1, 2, 4; 2 -> 3; 4 -> 5. A rank's n-th message
+# (ftera_sent_n) counts from its first agreement: an inner rank sends its report up, then the decision down.
+BINOMIAL = ("--mca", "coll_ftera_tree", "binomial")
 CASES = [
-    ("root_before", 4, "agree", {0: "before_agree_1"}, ()),
-    ("inner_before", 4, "agree", {2: "before_agree_2"}, ()),
-    ("leaf_before", 4, "agree", {3: "before_agree_1"}, ()),
-    ("root_in_iagree", 4, "iagree", {0: "in_agree_1"}, ()),
-    ("inner_in_iagree", 4, "iagree", {2: "in_agree_2"}, ()),
-    ("leaf_in_iagree", 4, "iagree", {3: "in_agree_1"}, ()),
+    ("root_before", 8, "agree", {0: "before_agree_1"}, ()),
+    ("inner_before", 8, "agree", {4: "before_agree_2"}, ()),
+    ("leaf_before", 8, "agree", {7: "before_agree_1"}, ()),
+    ("root_in_iagree", 8, "iagree", {0: "in_agree_1"}, ()),
+    ("inner_in_iagree", 8, "iagree", {4: "in_agree_2"}, ()),
+    ("leaf_in_iagree", 8, "iagree", {6: "in_agree_1"}, ()),
     # inside the protocol: after the n-th message this rank handed to the BTL
-    ("root_mid_down", 4, "agree", {0: "ftera_sent_1"}, ()),
-    ("root_mid_down_round2", 6, "agree", {0: "ftera_sent_4"}, ()),
-    ("inner_after_up", 6, "agree", {2: "ftera_sent_1"}, ()),
-    ("inner_mid_down", 6, "agree", {4: "ftera_sent_2"}, ()),
-    ("leaf_after_up", 4, "agree", {3: "ftera_sent_2"}, ()),
-    ("two_between", 6, "agree", {1: "before_agree_2", 4: "before_agree_3"}, ()),
-    ("root_and_inner_mid", 6, "agree", {0: "ftera_sent_2", 2: "ftera_sent_1"}, ()),
+    ("root_mid_down", 8, "agree", {0: "ftera_sent_2"}, ()),
+    ("inner_after_up", 8, "agree", {4: "ftera_sent_1"}, ()),
+    ("inner_mid_down", 8, "agree", {4: "ftera_sent_2"}, ()),
+    ("root_and_inner_mid", 8, "agree", {0: "ftera_sent_3", 4: "ftera_sent_1"}, ()),
+    ("binomial_root_before", 4, "agree", {0: "before_agree_1"}, BINOMIAL),
+    ("binomial_inner_before", 4, "agree", {2: "before_agree_2"}, BINOMIAL),
+    ("binomial_leaf_in_iagree", 4, "iagree", {3: "in_agree_1"}, BINOMIAL),
+    ("binomial_root_mid_down", 4, "agree", {0: "ftera_sent_1"}, BINOMIAL),
+    ("binomial_root_mid_down_round2", 6, "agree", {0: "ftera_sent_4"}, BINOMIAL),
+    ("binomial_inner_after_up", 6, "agree", {2: "ftera_sent_1"}, BINOMIAL),
+    ("binomial_inner_mid_down", 6, "agree", {4: "ftera_sent_2"}, BINOMIAL),
+    ("binomial_leaf_after_up", 4, "agree", {3: "ftera_sent_2"}, BINOMIAL),
+    ("binomial_two_between", 6, "agree", {1: "before_agree_2", 4: "before_agree_3"}, BINOMIAL),
+    ("binomial_root_and_inner_mid", 6, "agree", {0: "ftera_sent_2", 2: "ftera_sent_1"}, BINOMIAL),
     ("uniform_root_mid", 4, "agree", {0: "ftera_sent_2"}, ("--mca", "coll_ftera_mode", "uniform")),
     ("binary_inner_mid", 6, "agree", {1: "ftera_sent_2"}, ("--mca", "coll_ftera_tree", "binary")),
 ]
@@ -187,8 +198,9 @@ def test_fault_injection_randomized(mpi_prefix, mpi_program):
         options = []
         if rng.random() < 0.3:
             options += ["--mca", "coll_ftera_mode", "uniform"]
-        if rng.random() < 0.3:
-            options += ["--mca", "coll_ftera_tree", "binary"]
+        tree = rng.choice(["knomial4", "knomial4", "binomial", "binary"])
+        if tree != "knomial4":  # the default
+            options += ["--mca", "coll_ftera_tree", tree]
         context = f"seed {seed} run {attempt}: np {np} {variant} kills {kills} {options}"
         try:
             run = run_program(mpi_prefix, program, np, args=[str(rounds), variant], kill=kills,

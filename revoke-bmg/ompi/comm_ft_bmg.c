@@ -103,7 +103,8 @@ static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
 static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
-static ftbmg_chan_t *chans = NULL;
+static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
+static ftbmg_chan_t *detached = NULL;  /* channels whose communicator was freed here, newest first */
 static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 static ftbmg_stash_t *stash = NULL;
@@ -247,6 +248,15 @@ static void destroy_chan(ftbmg_chan_t *c)
     OBJ_RELEASE(c->lgrp);
     OBJ_RELEASE(c->rgrp);
     free(c);
+}
+
+static void destroy_chans(ftbmg_chan_t **list)
+{
+    while (NULL != *list) {
+        ftbmg_chan_t *c = *list;
+        *list = c->next;
+        destroy_chan(c);
+    }
 }
 
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
@@ -451,10 +461,11 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
         if (c->comm == comm) {
             (void) bmg_failure(c->b, chan_pos(c, rank, remote));
-        } else if (NULL == c->comm && &ompi_mpi_comm_world.comm == comm) {
-            /* detached: its communicator is gone, MPI_COMM_WORLD tells */
-            feed_known_failures(c);
         }
+    }
+    if (&ompi_mpi_comm_world.comm == comm) {
+        /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
+        for (ftbmg_chan_t *c = detached; NULL != c; c = c->next) feed_known_failures(c);
     }
     drive();
     if (NULL != ftbmg_prev_failure_cb) {
@@ -494,11 +505,8 @@ int ompi_comm_ftbmg_finalize(void)
         ompi_rank_failure_cbfunc = ftbmg_prev_failure_cb;
     }
     /* else someone hooked after us and still calls us: leave the chain */
-    while (NULL != chans) {
-        ftbmg_chan_t *c = chans;
-        chans = c->next;
-        destroy_chan(c);
-    }
+    destroy_chans(&chans);
+    destroy_chans(&detached);
     ndetached = 0;
     while (NULL != stash) {
         ftbmg_stash_t *s = stash;
@@ -566,8 +574,8 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
             cp = &c->next;
             continue;
         }
+        *cp = c->next;
         if (0 == bmg_epoch(c->b)) {
-            *cp = c->next;
             destroy_chan(c);
             continue;
         }
@@ -576,18 +584,16 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
          * yet). Detach it from the communicator and keep it, the last
          * FTBMG_DETACHED_MAX of them. */
         c->comm = NULL;
+        c->next = detached;
+        detached = c;
         ndetached++;
-        cp = &c->next;
     }
-    while (ndetached > FTBMG_DETACHED_MAX) {
-        ftbmg_chan_t **oldest = NULL;
-        for (cp = &chans; NULL != *cp; cp = &(*cp)->next) {
-            if (NULL == (*cp)->comm) oldest = cp;
-        }
-        ftbmg_chan_t *c = *oldest;
-        *oldest = c->next;
-        destroy_chan(c);
-        ndetached--;
+    if (ndetached > FTBMG_DETACHED_MAX) {
+        /* drop the oldest: the tail of the list */
+        cp = &detached;
+        for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) cp = &(*cp)->next;
+        destroy_chans(cp);
+        ndetached = FTBMG_DETACHED_MAX;
     }
     freed_ring[freed_next] = key_of(comm);
     freed_ring[freed_next].used = 1;

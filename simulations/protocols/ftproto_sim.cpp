@@ -15,7 +15,7 @@
 //
 // Usage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce
 //        --p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R]
-//        [--tree binomial|binary] [--dump]
+//        [--tree binomial|binary|knomial4] [--dump]
 //        [--cfg=...]
 //
 // --adversary F (agreement only): the current root (the lowest live rank) is
@@ -373,7 +373,7 @@ void controller()
 {
     std::fprintf(stderr,
                  "ftproto_sim: %s\nusage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce "
-                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--tree binomial|binary] [--dump]\n",
+                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--tree binomial|binary|knomial4] [--dump]\n",
                  why);
     std::exit(2);
 }
@@ -476,7 +476,8 @@ int main(int argc, char **argv)
             std::string t = val();
             if (t == "binomial") G.tree = ERA_TREE_BINOMIAL;
             else if (t == "binary") G.tree = ERA_TREE_BINARY;
-            else usage("bad --tree (binomial or binary)");
+            else if (t == "knomial4") G.tree = ERA_TREE_KNOMIAL4;
+            else usage("bad --tree (binomial, binary or knomial4)");
         } else if (a == "--dump") {
             G.dump = true;
         } else {
@@ -571,7 +572,7 @@ int main(int argc, char **argv)
                 proto_name(G.proto), G.P, alive, decided, decisions.size(), latency, G.finish_time, G.sent,
                 G.sent_at_last_decision, G.bytes, any ? any->flag : 0, any ? any->err : 0,
                 any ? rank_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
-                G.finished ? "true" : "false", wall, maxrss_kb(), G.tree == ERA_TREE_BINARY ? "binary" : "binomial");
+                G.finished ? "true" : "false", wall, maxrss_kb(), G.tree == ERA_TREE_BINARY ? "binary" : G.tree == ERA_TREE_KNOMIAL4 ? "knomial4" : "binomial");
     std::fflush(stdout);
     bool ok = G.finished && decisions.size() <= 1 &&
               (decided == alive || ((G.proto == Proto::Bmg || G.proto == Proto::BmgLean) && decided == 0));

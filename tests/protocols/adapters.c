@@ -257,7 +257,7 @@ static int era_setup(sim_t *s)
         a->ctx[r].s = s;
         a->ctx[r].rank = r;
         a->core[r] = era_create(P, r, prm->proto_variant ? ERA_MODE_EARLY : ERA_MODE_UNIFORM,
-                                prm->tree ? ERA_TREE_BINARY : ERA_TREE_BINOMIAL, NULL, 0, &cb, &a->ctx[r]);
+                                (era_tree_t)prm->tree, NULL, 0, &cb, &a->ctx[r]);
         if (!a->core[r]) return -1;
     }
     for (uint32_t r = 0; r < P; r++) sim_post_local(s, r, 1);

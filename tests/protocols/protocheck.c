@@ -51,7 +51,7 @@ typedef struct opts {
     int stop_first;
     int quiet;
     int crash_margin;
-    int tree; /* era: 0 binomial, 1 binary heap */
+    int tree; /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -84,7 +84,7 @@ static void usage(FILE *f)
             "  --drop keep|drop|coin in-flight messages of a crashed process (default: explore / mixed)\n"
             "  --instances N         era: agreements per run (default: exhaustive 2, random 3)\n"
             "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
-            "  --tree binomial|binary  era: shape of the agreement tree (default binomial)\n"
+            "  --tree binomial|binary|knomial4  era: shape of the agreement tree (default binomial)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -115,6 +115,12 @@ static int set_proto(opts_t *o, const char *name)
 }
 
 static int is_era(const opts_t *o) { return o->proto == &proto_era; }
+
+static const char *tree_label(int tree)
+{
+    static const char *labels[] = {" tree=binomial", " tree=binary", " tree=knomial4"};
+    return labels[tree];
+}
 
 /* ---- statistics ---------------------------------------------------------- */
 
@@ -273,7 +279,7 @@ static int run_random(const opts_t *o)
         }
     }
     printf("protocheck: proto=%s mode=random P=%u-%u schedules=%" PRIu64 " master-seed=0x%" PRIx64 "%s%s\n", o->proto_name,
-           o->pmin, o->pmax, n, ms, is_era(o) ? (o->tree ? " tree=binary" : " tree=binomial") : "", o->argv_extra);
+           o->pmin, o->pmax, n, ms, is_era(o) ? tree_label(o->tree) : "", o->argv_extra);
     print_header();
     row_t all;
     memset(&all, 0, sizeof all);
@@ -499,7 +505,7 @@ static int run_exhaustive(const opts_t *o)
     if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
     printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s\n", o->proto_name,
            o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
-           is_era(o) ? (o->tree ? " tree=binary" : " tree=binomial") : "");
+           is_era(o) ? tree_label(o->tree) : "");
     print_header();
     for (int i = 0; i < nrows; i++) {
         print_row(&rows[i], NULL);
@@ -744,8 +750,9 @@ int main(int argc, char **argv)
             NEED_VALUE();
             if (!strcmp(v, "binomial")) o.tree = 0;
             else if (!strcmp(v, "binary")) o.tree = 1;
+            else if (!strcmp(v, "knomial4")) o.tree = 2;
             else {
-                fprintf(stderr, "protocheck: unknown tree '%s' (binomial, binary)\n", v);
+                fprintf(stderr, "protocheck: unknown tree '%s' (binomial, binary, knomial4)\n", v);
                 return 2;
             }
             extra(&o, a, v);

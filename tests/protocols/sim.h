@@ -45,7 +45,7 @@ typedef struct sim_params {
     int ninst;              /* era: agreements per run */
     int check_uniform;      /* era early mode: also require agreement of crashed deciders */
     int random_inputs;      /* era: randomise flags and acknowledged sets */
-    int tree;               /* era: era_tree_t (0 binomial, 1 binary heap) */
+    int tree;               /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
 } sim_params_t;
 
 typedef struct sim_proto {

@@ -275,20 +275,38 @@ static void test_era_api(void)
     CHECK(era_create(4, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, unsorted, 2, &cb, NULL) == NULL);
     CHECK(era_create(4, 0, ERA_MODE_UNIFORM, (era_tree_t)7, NULL, 0, &cb, NULL) == NULL);
 
-    /* tree shapes: heap-ordered, binomial subtrees are contiguous ranges */
-    uint32_t ch[40];
+    /* tree shapes: heap-ordered; binomial and 4-nomial subtrees are contiguous ranges */
+    uint32_t ch[ERA_MAX_CHILDREN];
     CHECK(era_tree_parent(ERA_TREE_BINOMIAL, 0) == UINT32_MAX && era_tree_parent(ERA_TREE_BINOMIAL, 6) == 4 &&
           era_tree_parent(ERA_TREE_BINOMIAL, 8) == 0 && era_tree_parent(ERA_TREE_BINARY, 6) == 2);
     CHECK(era_tree_children(ERA_TREE_BINOMIAL, 11, 0, ch, 40) == 4 && ch[0] == 1 && ch[3] == 8);
     CHECK(era_tree_children(ERA_TREE_BINOMIAL, 11, 8, ch, 40) == 2 && ch[0] == 9 && ch[1] == 10);
     CHECK(era_tree_children(ERA_TREE_BINARY, 11, 4, ch, 40) == 2 && ch[0] == 9 && ch[1] == 10);
     CHECK(era_tree_children(ERA_TREE_BINARY, 11, 5, ch, 40) == 0);
-    for (int t = 0; t < 2; t++)
+    /* 4-nomial: 0 -> 1 2 3 4 8 12 16 32 ..., 4 -> 5 6 7, 16 -> 17 18 19 20 24 28 */
+    CHECK(era_tree_parent(ERA_TREE_KNOMIAL4, 7) == 4 && era_tree_parent(ERA_TREE_KNOMIAL4, 12) == 0 &&
+          era_tree_parent(ERA_TREE_KNOMIAL4, 28) == 16 && era_tree_parent(ERA_TREE_KNOMIAL4, 30) == 28);
+    CHECK(era_tree_children(ERA_TREE_KNOMIAL4, 16, 0, ch, 40) == 6 && ch[0] == 1 && ch[3] == 4 && ch[5] == 12);
+    CHECK(era_tree_children(ERA_TREE_KNOMIAL4, 30, 16, ch, 40) == 6 && ch[3] == 20 && ch[5] == 28);
+    CHECK(era_tree_children(ERA_TREE_KNOMIAL4, 8, 4, ch, 40) == 3 && ch[2] == 7);
+    CHECK(era_tree_children(ERA_TREE_KNOMIAL4, 100, 7, ch, 40) == 0);
+    CHECK(era_tree_children(ERA_TREE_KNOMIAL4, UINT32_MAX, 0, ch, ERA_MAX_CHILDREN) == ERA_MAX_CHILDREN);
+    for (int t = 0; t < 3; t++)
         for (uint32_t i = 1; i < 1000; i++) {
             uint32_t par = era_tree_parent((era_tree_t)t, i), k = era_tree_children((era_tree_t)t, 1000, par, ch, 40);
             int found = 0;
             for (uint32_t j = 0; j < k && j < 40; j++) found |= ch[j] == i;
             CHECK(par < i && found);
+            if (t == ERA_TREE_BINARY) continue;
+            /* contiguous: i's subtree is [i, i + w) where w is the weight of
+             * its lowest nonzero digit; every vertex in it descends from i */
+            uint32_t radix = t == ERA_TREE_BINOMIAL ? 2 : 4, w = 1;
+            while ((i / w) % radix == 0) w *= radix;
+            for (uint32_t j = i + 1; j < i + w && j < 1000; j++) {
+                uint32_t a = j;
+                while (a > i) a = era_tree_parent((era_tree_t)t, a);
+                CHECK(a == i);
+            }
         }
 
     /* P = 1 decides at once */
@@ -323,9 +341,9 @@ static void test_era_api(void)
     CHECK(era_progress(e) == 0);
     era_destroy(e);
 
-    /* failure-free runs, both trees: 2(P-1) messages (early) and 4(P-1)
+    /* failure-free runs, every tree: 2(P-1) messages (early) and 4(P-1)
      * (uniform), each at most 56 bytes */
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 3; t++)
         for (int mode = 0; mode < 2; mode++) {
             era_t *es[16];
             memset(nd, 0, sizeof nd);
@@ -342,11 +360,12 @@ static void test_era_api(void)
             for (size_t i = 0; i < qt; i++)
                 if (q[i].len > longest) longest = q[i].len;
             CHECK(nsent == (mode ? 2u : 4u) * 10u);
-            CHECK(longest <= 56 || t == 1);
+            CHECK(longest <= 56 || t == ERA_TREE_BINARY);
             for (uint32_t r = 0; r < 11; r++) {
                 CHECK(nd[r].ndecide == 1 && nd[r].res.flag == ~(uint64_t)0x7ff && nd[r].res.nfailed == 0 &&
                       !nd[r].res.proc_failed);
-                CHECK(era_sent(es[r]) <= (t ? 6u : 8u)); /* binomial root: 4 children */
+                /* root of 11: binomial 4 children, binary 2, 4-nomial 5 (1 2 3 4 8) */
+                CHECK(era_sent(es[r]) <= (t == ERA_TREE_BINARY ? 6u : t == ERA_TREE_KNOMIAL4 ? 10u : 8u));
                 era_destroy(es[r]);
             }
         }

@@ -66,19 +66,27 @@ typedef enum era_mode {
 
 /* Shape of the tree over the positions 0..n-1 of the processes not yet
  * agreed failed (position = rank minus the agreed-failed ranks below it).
- * Both are heap-ordered (a parent's position is smaller than its children's),
+ * All are heap-ordered (a parent's position is smaller than its children's),
  * which is all the dynamic tree needs: the smallest alive position is the
  * root and all its ancestors are dead.
  *   ERA_TREE_BINOMIAL (default)  parent(i) = i with its lowest set bit
  *                    cleared; subtrees are contiguous position ranges and,
  *                    without failures, the edges join ranks 2^k apart (the
  *                    tree of a binomial allreduce), so failure-free reports
- *                    carry one interval.
- *   ERA_TREE_BINARY  binary heap, parent(i) = (i-1)/2. */
+ *                    carry one interval. Depth ceil(log2 n).
+ *   ERA_TREE_BINARY  binary heap, parent(i) = (i-1)/2.
+ *   ERA_TREE_KNOMIAL4  the same in base 4: parent(i) = i with its lowest
+ *                    nonzero base-4 digit cleared; up to 3 children per digit
+ *                    below it (the root has 3 per digit of n-1), contiguous
+ *                    subtrees, depth ceil(log4 n): half the binomial's. */
 typedef enum era_tree {
     ERA_TREE_BINOMIAL = 0,
-    ERA_TREE_BINARY = 1
+    ERA_TREE_BINARY = 1,
+    ERA_TREE_KNOMIAL4 = 2
 } era_tree_t;
+
+/* Most children a position can have in any shape (4-nomial, n < 2^32). */
+#define ERA_MAX_CHILDREN 48
 
 typedef struct era_result {
     uint64_t inst;          /* instance number, 1-based */

@@ -357,27 +357,44 @@ size_t era_max_msg_size(uint32_t n)
 
 /* ---- tree over positions ------------------------------------------------------ */
 
+/* Radix of the k-nomial shapes: binomial 2, 4-nomial 4 (0: binary heap). */
+static uint32_t tree_radix(era_tree_t tree) { return tree == ERA_TREE_KNOMIAL4 ? 4 : tree == ERA_TREE_BINARY ? 0 : 2; }
+
+/* Weight of the lowest nonzero base-k digit of i > 0. */
+static uint64_t low_digit(uint32_t k, uint32_t i)
+{
+    uint64_t w = 1;
+    while ((i / w) % k == 0) w *= k;
+    return w;
+}
+
 uint32_t era_tree_parent(era_tree_t tree, uint32_t i)
 {
     if (i == 0) return UINT32_MAX;
-    return tree == ERA_TREE_BINARY ? (i - 1) / 2 : (i & (i - 1));
+    uint32_t k = tree_radix(tree);
+    if (k == 0) return (i - 1) / 2;
+    uint64_t w = low_digit(k, i);
+    return (uint32_t)(i - (i / w) % k * w); /* clear that digit */
 }
 
 uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t i, uint32_t *out, uint32_t cap)
 {
-    uint32_t cnt = 0;
+    uint32_t cnt = 0, k = tree_radix(tree);
     if (i >= n) return 0;
-    if (tree == ERA_TREE_BINARY) {
+    if (k == 0) {
         for (uint64_t c = 2 * (uint64_t)i + 1; c <= 2 * (uint64_t)i + 2 && c < n; c++) {
             if (cnt < cap) out[cnt] = (uint32_t)c;
             cnt++;
         }
         return cnt;
     }
-    uint64_t low = i ? (uint64_t)(i & (~i + 1u)) : (uint64_t)1 << 33;
-    for (uint64_t d = 1; d < low && (uint64_t)i + d < n; d <<= 1) {
-        if (cnt < cap) out[cnt] = (uint32_t)(i + d);
-        cnt++;
+    /* i + m * w for every digit weight w below i's lowest nonzero digit and m = 1..k-1 */
+    uint64_t low = i ? low_digit(k, i) : (uint64_t)1 << 34;
+    for (uint64_t w = 1; w < low && (uint64_t)i + w < n; w *= k) {
+        for (uint64_t m = 1; m < k && (uint64_t)i + m * w < n; m++) {
+            if (cnt < cap) out[cnt] = (uint32_t)(i + m * w);
+            cnt++;
+        }
     }
     return cnt;
 }
@@ -445,9 +462,9 @@ static void push(era_t *e, uint32_t *sp, uint32_t v)
 /* Pushes the children of position c, largest first (so the smallest pops first). */
 static void push_children(era_t *e, const era_rec_t *r, uint32_t c, uint32_t *sp)
 {
-    uint32_t ch[40];
-    uint32_t k = era_tree_children(e->tree, r->n, c, ch, 40);
-    for (uint32_t i = k < 40 ? k : 40; i > 0; i--) push(e, sp, ch[i - 1]);
+    uint32_t ch[ERA_MAX_CHILDREN];
+    uint32_t k = era_tree_children(e->tree, r->n, c, ch, ERA_MAX_CHILDREN);
+    for (uint32_t i = k < ERA_MAX_CHILDREN ? k : ERA_MAX_CHILDREN; i > 0; i--) push(e, sp, ch[i - 1]);
 }
 
 /* Walk down from position `from` (exclusive). A vertex stops the walk if it
@@ -846,7 +863,7 @@ era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, era_tree_t tree, con
                   uint32_t ninitial, const era_callbacks_t *cb, void *ctx)
 {
     if (n == 0 || me >= n || (mode != ERA_MODE_UNIFORM && mode != ERA_MODE_EARLY) ||
-        (tree != ERA_TREE_BINOMIAL && tree != ERA_TREE_BINARY) || (ninitial && !initial_failed) || ninitial >= n)
+        (tree != ERA_TREE_BINOMIAL && tree != ERA_TREE_BINARY && tree != ERA_TREE_KNOMIAL4) || (ninitial && !initial_failed) || ninitial >= n)
         return NULL;
     for (uint32_t i = 0; i < ninitial; i++)
         if (initial_failed[i] >= n || initial_failed[i] == me || (i && initial_failed[i] <= initial_failed[i - 1]))
