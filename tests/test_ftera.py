@@ -222,13 +222,15 @@ def test_communicator_churn(mpi_prefix, mpi_program):
     assert sorted(_counters(run.stdout + run.stderr)) == [451] * 5, run.describe()
 
 
-def test_early_messages_are_replayed(mpi_prefix, mpi_program):
-    """np 5, 20 iterations of the churn; world rank 2 runs the progress engine for 30 ms before it sets up each
-    new communicator's agreement (FTSLIDE_FTERA_LATE_ENABLE), so its children's messages arrive first: they
-    are stashed, replayed, and every agreement still succeeds with the right flag."""
+@pytest.mark.parametrize("tree,late", [("knomial4", 0), ("binomial", 2)])
+def test_early_messages_are_replayed(mpi_prefix, mpi_program, tree, late):
+    """np 5, 20 iterations of the churn; one world rank with children in the tree (the root of the 4-nomial tree,
+    rank 2 of the binomial one) runs the progress engine for 30 ms before it sets up each new communicator's
+    agreement (FTSLIDE_FTERA_LATE_ENABLE), so its children's messages arrive first: they are stashed, replayed,
+    and every agreement still succeeds with the right flag."""
     run = run_program(mpi_prefix, mpi_program("ftera/agree_churn.c"), 5, args=["20"],
-                      mpirun_options=["--mca", "coll_ftera_verbose", "1"], timeout=120,
-                      env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
+                      mpirun_options=["--mca", "coll_ftera_verbose", "1", "--mca", "coll_ftera_tree", tree],
+                      timeout=120, env={"FTSLIDE_FTERA_LATE_ENABLE": f"{late}:30"})
     assert run.returncode == 0, run.describe()
     assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
     stashed = [int(m[1]) for m in re.finditer(r"coll:ftera: \d+ agreements, .*, (\d+) stashed", run.stderr + run.stdout)]
@@ -236,10 +238,11 @@ def test_early_messages_are_replayed(mpi_prefix, mpi_program):
 
 
 def test_early_messages_with_a_failure(mpi_prefix, mpi_program):
-    """np 5, rank 0 (the root) killed after its first message; rank 2 sets up communicators late (the shrunk
-    one included): same results everywhere, the shrink keeps the survivors."""
+    """np 5, binomial tree, rank 0 (the root) killed after its first message; rank 2 (inner, child 3) sets up
+    communicators late (the shrunk one included): same results everywhere, the shrink keeps the survivors."""
     run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 5, args=["3", "agree"],
-                      kill={0: "ftera_sent_1"}, timeout=120, env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
+                      kill={0: "ftera_sent_1"}, mpirun_options=list(BINOMIAL), timeout=120,
+                      env={"FTSLIDE_FTERA_LATE_ENABLE": "2:30"})
     check_agreements(run, 5, 3, {0})
 
 

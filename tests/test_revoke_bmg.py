@@ -133,21 +133,25 @@ for _name in dir(test_conformance):
 
 # --- kills during the propagation -------------------------------------------------------------------------------
 
-# (name, np, rounds, origin, kills). Lean spanning tree (binomial, rooted at 0, parent(v) = v - lowbit(v)) over
-# 8 ranks: 0 -> 1, 2, 4; 2 -> 3; 4 -> 5, 6; 6 -> 7. Flooding neighbours of v: v+-1, v+-2, v+-4 (mod 8).
+# (name, np, rounds, origin, kills). Lean spanning tree (4-nomial, rooted at 0: parent(v) = v with its lowest
+# nonzero base-4 digit cleared) over 8 ranks: 0 -> 1, 2, 3, 4; 4 -> 5, 6, 7. Flooding neighbours of v: v+-1, v+-2,
+# v+-4 (mod 8).
 CASES = [
     # the origin hands its first message to the BTL and dies: that one receiver must carry it to everybody
     ("origin_after_first_send", 6, 1, 0, {0: "bmg_sent_1"}),
-    # inner vertex 4 (children 5, 6; grandchild 7) delivers and dies before forwarding anything
+    # inner vertex 4 (children 5, 6, 7) delivers and dies before forwarding anything
     ("inner_delivered_not_forwarded", 8, 1, 0, {4: "bmg_deliver_1"}),
     # inner vertex 4 dies after its first forward
     ("inner_after_first_forward", 8, 1, 0, {4: "bmg_sent_1"}),
-    # two inner vertices (2 and 4) die before forwarding, the revoke starting at leaf 7
-    ("two_inner_not_forwarded", 8, 1, 7, {2: "bmg_deliver_1", 4: "bmg_deliver_1"}),
-    # the round-2 revoke loses rank 3 (a leaf of the tree in round 1, inner in round 2) before it forwards
+    # the two inner vertices (root 0 and 4) die before forwarding, the revoke starting at leaf 7: its path to
+    # 1, 2, 3 and to 5, 6 crosses them
+    ("two_inner_not_forwarded", 8, 1, 7, {0: "bmg_deliver_1", 4: "bmg_deliver_1"}),
+    # rank 3 dies when it delivers the round-2 revoke, before it forwards
     ("second_round", 6, 3, 1, {3: "bmg_deliver_2"}),
     # a rank dies just before the revoke, unnoticed by the origin when it starts
     ("dead_before_revoke", 6, 2, 0, {2: "before_revoke_1"}),
+    # inner vertex 4 of the tree over 16 (children 5, 6, 7) and 8 (9, 10, 11) both die on delivery; origin 13
+    ("inner_pair_16", 16, 1, 13, {4: "bmg_deliver_1", 8: "bmg_deliver_1"}),
 ]
 
 

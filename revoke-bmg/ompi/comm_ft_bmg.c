@@ -104,12 +104,13 @@ static int ftbmg_lean = 1;
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
 static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
 static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
-static ftbmg_chan_t *detached = NULL;  /* channels whose communicator was freed here, newest first */
+/* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
+static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
+static unsigned detached_next = 0;
 static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 static ftbmg_stash_t *stash = NULL;
 static unsigned nstash = 0;
-static unsigned ndetached = 0;
 static ftbmg_key_t freed_ring[FTBMG_FREED_RING];
 static unsigned freed_next = 0;
 
@@ -250,15 +251,6 @@ static void destroy_chan(ftbmg_chan_t *c)
     free(c);
 }
 
-static void destroy_chans(ftbmg_chan_t **list)
-{
-    while (NULL != *list) {
-        ftbmg_chan_t *c = *list;
-        *list = c->next;
-        destroy_chan(c);
-    }
-}
-
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
@@ -392,9 +384,11 @@ static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
 static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
 {
     ompi_comm_extended_cid_t excid = {.cid_base = h->cid_base, .cid_sub = {.u64 = h->cid_sub}};
-    ompi_communicator_t *comm = ompi_comm_lookup_cid(excid);
-    if (NULL == comm) {
-        comm = ompi_comm_lookup(h->index);
+    /* the sender's c_index is ours too in the common case (an array lookup);
+     * the extended CID's hash table finds the others */
+    ompi_communicator_t *comm = ompi_comm_lookup(h->index);
+    if (NULL == comm || !ompi_comm_cid_compare(comm, excid)) {
+        comm = ompi_comm_lookup_cid(excid);
     }
     if (NULL == comm || !ompi_comm_cid_compare(comm, excid) || comm->c_epoch != h->epoch) {
         return NULL;
@@ -465,7 +459,9 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     }
     if (&ompi_mpi_comm_world.comm == comm) {
         /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
-        for (ftbmg_chan_t *c = detached; NULL != c; c = c->next) feed_known_failures(c);
+        for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
+            if (NULL != detached[i]) feed_known_failures(detached[i]);
+        }
     }
     drive();
     if (NULL != ftbmg_prev_failure_cb) {
@@ -505,9 +501,15 @@ int ompi_comm_ftbmg_finalize(void)
         ompi_rank_failure_cbfunc = ftbmg_prev_failure_cb;
     }
     /* else someone hooked after us and still calls us: leave the chain */
-    destroy_chans(&chans);
-    destroy_chans(&detached);
-    ndetached = 0;
+    while (NULL != chans) {
+        ftbmg_chan_t *c = chans;
+        chans = c->next;
+        destroy_chan(c);
+    }
+    for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
+        if (NULL != detached[i]) destroy_chan(detached[i]);
+        detached[i] = NULL;
+    }
     while (NULL != stash) {
         ftbmg_stash_t *s = stash;
         stash = s->next;
@@ -582,18 +584,12 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
         /* It delivered: peers may still need it to forward (the lean variant
          * bypasses a vertex that dies later; a peer may not have the revoke
          * yet). Detach it from the communicator and keep it, the last
-         * FTBMG_DETACHED_MAX of them. */
+         * FTBMG_DETACHED_MAX of them (the oldest goes). */
         c->comm = NULL;
-        c->next = detached;
-        detached = c;
-        ndetached++;
-    }
-    if (ndetached > FTBMG_DETACHED_MAX) {
-        /* drop the oldest: the tail of the list */
-        cp = &detached;
-        for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) cp = &(*cp)->next;
-        destroy_chans(cp);
-        ndetached = FTBMG_DETACHED_MAX;
+        c->next = NULL;
+        if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
+        detached[detached_next] = c;
+        detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
     }
     freed_ring[freed_next] = key_of(comm);
     freed_ring[freed_next].used = 1;

@@ -129,21 +129,31 @@ static void test_topology(void)
                 CHECK(found);
             }
         }
-        /* lean tree: P-1 edges, every edge a BMG edge, connected */
+        /* lean tree: P-1 edges joining ranks m*4^j apart (m = 1..3), symmetric,
+         * parent first and smaller, so connected to 0 */
         uint32_t edges = 0;
         for (uint32_t r = 0; r < P; r++) {
             uint32_t k = bmg_tree_neighbors(P, r, nb, 80);
             edges += k;
-            uint32_t kb = bmg_neighbors(P, r, nb2, 80);
             for (uint32_t i = 0; i < k; i++) {
-                int inbmg = 0;
-                for (uint32_t j = 0; j < kb; j++) inbmg |= nb2[j] == nb[i];
-                CHECK(inbmg);
+                uint32_t d = nb[i] > r ? nb[i] - r : r - nb[i];
+                while (d % 4 == 0) d /= 4;
+                CHECK(d >= 1 && d <= 3);
+                uint32_t k2 = bmg_tree_neighbors(P, nb[i], nb2, 80);
+                int found = 0;
+                for (uint32_t j = 0; j < k2; j++) found |= nb2[j] == r;
+                CHECK(found);
             }
-            if (r) CHECK(nb[0] == r - (r & (~r + 1u))); /* parent first */
+            if (r) CHECK(k >= 1 && nb[0] < r && bmg_tree_neighbors(P, nb[0], nb2, 80) >= 1);
         }
         CHECK(edges == 2 * (P - 1));
     }
+    /* depth from rank 0: 0 -> 4 -> 5, 6, 7 at P = 8; ceil(log4 1024) = 5 levels */
+    uint32_t nb8[80];
+    CHECK(bmg_tree_neighbors(8, 0, nb8, 80) == 4 && nb8[3] == 4);
+    CHECK(bmg_tree_neighbors(8, 4, nb8, 80) == 4 && nb8[0] == 0 && nb8[3] == 7);
+    CHECK(bmg_tree_neighbors(1024, 1023, nb8, 80) == 1 && nb8[0] == 1020);
+    CHECK(bmg_tree_neighbors(UINT32_MAX, 0, nb8, 80) == 48);
     CHECK(bmg_diameter(1024) == 5);
 }
 
@@ -221,15 +231,15 @@ static void test_bmg_api(void)
     CHECK(to5); /* counter-clockwise walk past 7 and 6 reaches 5 */
     bmg_destroy(b);
 
-    /* lean: a dead tree vertex is contracted (0's tree neighbours are 1,2,4;
-     * 4 dead -> its children 5 and 6 become targets) */
+    /* lean: a dead tree vertex is contracted (0's tree neighbours are 1,2,3,4;
+     * 4 dead -> its children 5, 6 and 7 become targets) */
     net_reset();
     b = bmg_create(8, 0, BMG_VARIANT_LEAN, &cb, &nd[0]);
     bmg_failure(b, 4);
     bmg_broadcast(b, 1);
     uint32_t seen = 0;
     for (size_t i = 0; i < qt; i++) seen |= 1u << q[i].to;
-    CHECK(seen == ((1u << 1) | (1u << 2) | (1u << 5) | (1u << 6)));
+    CHECK(seen == ((1u << 1) | (1u << 2) | (1u << 3) | (1u << 5) | (1u << 6) | (1u << 7)));
     bmg_destroy(b);
 
     /* full runs: everybody delivers exactly once; message counts */

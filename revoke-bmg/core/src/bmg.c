@@ -181,15 +181,21 @@ uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
 {
     uint32_t cnt = 0;
     if (n < 2 || v >= n) return 0;
-    uint64_t low = v ? (uint64_t)(v & (~v + 1u)) : (uint64_t)1 << 40; /* lowbit; "infinite" for 0 */
-    if (v) add_unique(out, &cnt, cap, (uint32_t)(v - low));
-    for (uint64_t d = 1; d < low && v + d < n; d <<= 1) add_unique(out, &cnt, cap, (uint32_t)(v + d));
+    /* weight of v's lowest nonzero base-4 digit ("infinite" for 0) */
+    uint64_t low = (uint64_t)1 << 34;
+    if (v) {
+        low = 1;
+        while ((v / low) % 4 == 0) low *= 4;
+        add_unique(out, &cnt, cap, (uint32_t)(v - (v / low) % 4 * low)); /* parent: that digit cleared */
+    }
+    for (uint64_t w = 1; w < low && v + w < n; w *= 4)
+        for (uint64_t m = 1; m < 4 && v + m * w < n; m++) add_unique(out, &cnt, cap, (uint32_t)(v + m * w));
     return cnt;
 }
 
 /* ---- effective neighbours -------------------------------------------------- */
 
-#define MAX_TREE_DEG 40u
+#define MAX_TREE_DEG 49u /* 4-nomial, n < 2^32: a parent and 3 children per digit */
 
 /* Appends r to the target list unless present. */
 static void add_target(bmg_t *b, uint32_t r)
