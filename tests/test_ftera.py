@@ -42,8 +42,8 @@ def test_ompi_info_lists_component(mpi_prefix):
     out = params.stdout
     for name in ("coll_ftera_priority", "coll_ftera_tree", "coll_ftera_mode", "coll_ftera_verbose"):
         assert name in out, out
-    assert "Valid values: 0|binomial, 1|binary, 2|knomial4" in out, out
-    assert 'coll_ftera_tree" (current value: "knomial4"' in out, out
+    assert "Valid values: 0|binomial, 1|binary, 2|knomial4, 3|auto" in out, out
+    assert 'coll_ftera_tree" (current value: "auto"' in out, out
     assert "Valid values: 1|early, 0|uniform" in out, out
     assert "upstream's ftagree has 30" in out, out
     default_priority = re.search(r'coll_ftera_priority" \(current value: "(\d+)"', out)
@@ -60,11 +60,11 @@ def test_invalid_tree_value_is_refused(mpi_prefix, mpi_program):
                        env={"OMPI_MCA_coll_ftera_tree": "ternary"})
     text = result.stdout + result.stderr
     assert "An invalid value was supplied for an enum variable" in text, text
-    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4", text), text
+    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4, 3\|auto", text), text
     run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 2, args=["1"],
                       mpirun_options=["--mca", "coll_ftera_tree", "ternary"], timeout=60)
     text = run.stdout + run.stderr
-    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4", text), text
+    assert re.search(r"Variable +: coll_ftera_tree\s+Value +: ternary\s+Valid values : 0\|binomial, 1\|binary, 2\|knomial4, 3\|auto", text), text
     # (the help text forwarded by the runtime may leave a NUL before the next stdout line: check the last one)
     assert run.values("finished", [0, 1]) == {0: "1", 1: "1"}, run.describe()
 
@@ -137,7 +137,7 @@ def check_agreements(run, np, rounds, victims):
         assert run.value(r, "finished") is None
 
 
-# (np, variant, kills, extra mpirun options). The 4-nomial tree (the default) over 8 ranks: 0 is the root with
+# (np, variant, kills, extra mpirun options). The 4-nomial tree (the default on one node: tree auto) over 8 ranks: 0 is the root with
 # children 1, 2, 3 and 4; 4 is inner with children 5, 6 and 7. The binomial tree over 4 ranks: 0 is the root with
 # children 1 and 2, 2 is inner with child 3; over 6: 0 -> 1, 2, 4; 2 -> 3; 4 -> 5. A rank's n-th message
 # (ftera_sent_n) counts from its first agreement: an inner rank sends its report up, then the decision down.
@@ -208,6 +208,18 @@ def test_fault_injection_randomized(mpi_prefix, mpi_program):
             check_agreements(run, np, rounds, set(kills))
         except AssertionError as exc:
             raise AssertionError(f"{context}\n{exc}") from None
+
+
+def test_auto_tree_is_knomial4_on_one_node(mpi_prefix, mpi_program):
+    """coll_ftera_tree auto (the default): every communicator of a job on one node agrees on the 4-nomial tree; a
+    tree given by name is used as given."""
+    program = mpi_program("ftera/agree_churn.c")
+    for options, tree in (((), "knomial4"), (BINOMIAL, "binomial")):
+        run = run_program(mpi_prefix, program, 4, args=["2"],
+                          mpirun_options=["--mca", "coll_ftera_verbose", "10", *options], timeout=60)
+        assert run.returncode == 0, run.describe()
+        trees = re.findall(r"coll:ftera: comm \S+: \d+ ranks, (\w+) tree", run.stdout + run.stderr)
+        assert trees and set(trees) == {tree}, run.describe()
 
 
 def test_communicator_churn(mpi_prefix, mpi_program):

@@ -211,13 +211,15 @@ def test_down_after_a_crashed_up(cluster):
 
 @pytest.mark.mpi
 def test_mpi_job_across_two_nodes(cluster, mpi_program):
-    """2 nodes x 2 ranks of the revoke conformance program over TCP; ranks 0,1 in n0 and 2,3 in n1."""
+    """2 nodes x 2 ranks of the revoke conformance program over TCP; ranks 0,1 in n0 and 2,3 in n1. Across nodes
+    coll/ftera's automatic tree is the binomial one at every rank (on one node it is the 4-nomial one)."""
     up(cluster, "--nodes", "2", "--slots", "2")
     revoke = mpi_program("conformance/revoke.c")
     where = 'echo "where rank=$OMPI_COMM_WORLD_RANK host=$(hostname) ino=$(stat -L -c %i /proc/self/ns/net)"'
-    result = ftslide("run", "--cluster", cluster, "-np", "4", "sh", "-c", f'{where}; exec "$0"', str(revoke),
-                     timeout=60)
+    result = ftslide("run", "--cluster", cluster, "--mca", "coll_ftera_verbose", "10", "-np", "4", "sh", "-c",
+                     f'{where}; exec "$0"', str(revoke), timeout=60)
     assert result.returncode == 0, result.stderr
+    assert len(re.findall(r"coll:ftera: comm 0: 4 ranks, binomial tree", result.stderr)) == 4, result.stderr
     assert result.stdout.count("is_revoked=1") == 4 and result.stdout.count("finished=1") == 4, result.stdout
     ino = {k: os.stat(f"/run/netns/{cluster}-n{k}").st_ino for k in range(2)}
     seen = {int(m[1]): (m[2], int(m[3])) for m in re.finditer(r"where rank=(\d) host=(\S+) ino=(\d+)", result.stdout)}

@@ -90,6 +90,11 @@ struct mca_coll_ftera_request_t {
 };
 OBJ_CLASS_DECLARATION(mca_coll_ftera_request_t);
 
+/* coll_ftera_tree: an era_tree_t, or this (the default): the 4-nomial tree when
+ * the job runs on one node, the binomial one otherwise (coll_ftera_module.c,
+ * ftera_tree_for()) */
+#define MCA_COLL_FTERA_TREE_AUTO 3
+
 /* MCA parameters */
 extern int mca_coll_ftera_priority;
 extern int mca_coll_ftera_tree;

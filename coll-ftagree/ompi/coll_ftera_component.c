@@ -17,7 +17,7 @@ const char *mca_coll_ftera_component_version_string =
 
 /* Above upstream's ftagree (30), so that ours is the default. */
 int mca_coll_ftera_priority = 40;
-int mca_coll_ftera_tree = ERA_TREE_KNOMIAL4;
+int mca_coll_ftera_tree = MCA_COLL_FTERA_TREE_AUTO;
 int mca_coll_ftera_mode = ERA_MODE_EARLY;
 int mca_coll_ftera_verbose = 0;
 int mca_coll_ftera_output = -1;
@@ -46,6 +46,7 @@ static const mca_base_var_enum_value_t tree_values[] = {
     {ERA_TREE_BINOMIAL, "binomial"},
     {ERA_TREE_BINARY, "binary"},
     {ERA_TREE_KNOMIAL4, "knomial4"},
+    {MCA_COLL_FTERA_TREE_AUTO, "auto"},
     {0, NULL}
 };
 
@@ -86,11 +87,12 @@ static int ftera_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_priority);
 
-    rc = register_enum("tree", tree_values, ERA_TREE_KNOMIAL4, OPAL_INFO_LVL_5,
+    rc = register_enum("tree", tree_values, MCA_COLL_FTERA_TREE_AUTO, OPAL_INFO_LVL_5,
         "Shape of the agreement tree over the ranks not yet agreed failed (rebuilt from each agreed "
-        "failed set): knomial4 (parent = position with its lowest nonzero base-4 digit cleared: depth "
-        "log4 of the size, up to 3 children per digit), binomial (the same in base 2: twice the depth) or "
-        "binary (binary heap)",
+        "failed set): binomial (parent = position with its lowest set bit cleared), binary (binary heap), "
+        "knomial4 (the same as binomial in base 4: half the depth, up to 3 children per base-4 digit) or "
+        "auto (knomial4 when the whole job runs on one node, where a tree level costs a process wake-up "
+        "and a send costs a memory copy; binomial across nodes)",
         &mca_coll_ftera_tree);
     if (OPAL_SUCCESS != rc) {
         return rc;

@@ -49,6 +49,7 @@
 #include "ompi/op/op.h"
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
+#include "ompi/runtime/ompi_rte.h"
 #include "ompi/runtime/params.h"
 
 #include "coll_ftera.h"
@@ -781,6 +782,26 @@ int mca_coll_ftera_finalize(void)
     return OMPI_SUCCESS;
 }
 
+/* The tree of comm's agreements. Every member must pick the same: with "auto"
+ * the answer depends only on facts every member sees alike (whether the
+ * communicator holds processes of other jobs, and whether this job runs on
+ * one node, which is the same at all its processes). */
+static era_tree_t ftera_tree_for(ompi_communicator_t *comm)
+{
+    if (MCA_COLL_FTERA_TREE_AUTO != mca_coll_ftera_tree) {
+        return (era_tree_t) mca_coll_ftera_tree;
+    }
+    if (ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
+        return ERA_TREE_BINOMIAL;
+    }
+    for (int r = 0; r < ompi_comm_size(comm); r++) {
+        if (ompi_group_get_proc_name(comm->c_local_group, r).jobid != OMPI_PROC_MY_NAME->jobid) {
+            return ERA_TREE_BINOMIAL;
+        }
+    }
+    return ERA_TREE_KNOMIAL4;
+}
+
 static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
@@ -810,8 +831,11 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     m->cid_base = comm->c_contextid.cid_base;
     m->cid_sub = comm->c_contextid.cid_sub.u64;
     m->epoch = comm->c_epoch;
-    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode,
-                        (era_tree_t) mca_coll_ftera_tree, NULL, 0, &core_callbacks, m);
+    era_tree_t tree = ftera_tree_for(comm);
+    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
+                        &core_callbacks, m);
+    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(comm), n,
+              ERA_TREE_KNOMIAL4 == tree ? "knomial4" : ERA_TREE_BINARY == tree ? "binary" : "binomial");
     if (NULL == m->era) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }

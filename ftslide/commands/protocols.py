@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="torus | fattree (sized for each P) or a spec: torus:16x16x16, fattree:2;16,16;1,16;1,1")
     sim.add_argument("--proto", default="era", choices=ps.PROTOS, help="protocol (default era)")
     sim.add_argument("--tree", default="binomial", choices=ps.TREES,
-                     help="agreement tree over the live positions: binomial (default) or binary heap")
+                     help="agreement tree over the live positions: binomial (default), binary heap or knomial4")
     sim.add_argument("--when", default="during", choices=("during", "before"),
                      help="failures discovered during the operation (default) or dead before it")
     sim.add_argument("--detect", default="1us", help="failure detection delay (default 1us)")
