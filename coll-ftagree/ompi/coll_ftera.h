@@ -75,6 +75,7 @@ typedef struct mca_coll_ftera_module_t {
     mca_coll_ftera_request_t *qhead, *qtail;
     uint64_t req_inst;
     int decided;                   /* the core called decide() since the last check */
+    uint64_t failures_seen;        /* failure_clock() at the last scan (UINT64_MAX: none yet) */
 } mca_coll_ftera_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_ftera_module_t);
 

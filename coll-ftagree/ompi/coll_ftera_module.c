@@ -71,6 +71,7 @@ static int ftera_inited = 0;
 static mca_coll_ftera_module_t *ftera_modules = NULL; /* live modules */
 static ompi_comm_rank_failure_callback_t *ftera_prev_failure_cb = NULL;
 static int ftera_failure_hooked = 0;
+static uint64_t ftera_failure_events = 0; /* failure callbacks received */
 
 /* outgoing queue: filled by the core's send(), emptied by drive() */
 typedef struct ftera_out {
@@ -179,6 +180,7 @@ static void ftera_module_construct(mca_coll_ftera_module_t *m)
     m->fallback_agree_module = NULL;
     m->fallback_iagree = NULL;
     m->fallback_iagree_module = NULL;
+    m->failures_seen = UINT64_MAX;
 }
 
 static void ftera_complete(mca_coll_ftera_module_t *m, int force_error);
@@ -596,6 +598,7 @@ static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_
 
 static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
+    ftera_failure_events++;
     if (!remote) {
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
             if (m->comm == comm && rank >= 0 && rank < ompi_comm_size(comm) && rank != ompi_comm_rank(comm)) {
@@ -612,9 +615,27 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     }
 }
 
-/* Tell the core about every rank of comm already known failed here. */
+/* Changes whenever a failure is reported: the failure callback (which runs
+ * first, once per communicator holding the process) counts in
+ * ftera_failure_events, and ULFM's group of all failed processes grows after
+ * the callbacks ran. */
+static uint64_t failure_clock(void)
+{
+    opal_mutex_lock(&ompi_group_afp_mutex);
+    uint64_t n = (uint64_t) ompi_group_size(ompi_group_all_failed_procs);
+    opal_mutex_unlock(&ompi_group_afp_mutex);
+    return n + ftera_failure_events;
+}
+
+/* Tell the core about every rank of comm already known failed here. The scan
+ * is O(size of comm); it runs only when a failure was reported since the
+ * last one (the failure callback feeds the failures of live communicators one
+ * by one), so a failure-free agreement costs O(1) here. */
 static void feed_known_failures(mca_coll_ftera_module_t *m)
 {
+    uint64_t now = failure_clock();
+    if (now == m->failures_seen) return;
+    m->failures_seen = now;
     int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
     for (int r = 0; r < n; r++) {
         if (r != me && !ompi_comm_is_proc_active(m->comm, r, false)) {

@@ -180,17 +180,25 @@ static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
     return k;
 }
 
-/* process at channel position pos */
-static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
+/* group and rank in it of channel position pos */
+static ompi_group_t *chan_group(const ftbmg_chan_t *c, uint32_t pos, int *idx)
 {
     if (0 == c->rsize) {
-        return ompi_group_peer_lookup(c->lgrp, (int) pos);
+        *idx = (int) pos;
+        return c->lgrp;
     }
     uint32_t nfirst = c->first ? c->lsize : c->rsize;
     int in_first = pos < nfirst;
-    uint32_t idx = in_first ? pos : pos - nfirst;
-    int local = (in_first == c->first);
-    return ompi_group_peer_lookup(local ? c->lgrp : c->rgrp, (int) idx);
+    *idx = (int) (in_first ? pos : pos - nfirst);
+    return (in_first == c->first) ? c->lgrp : c->rgrp;
+}
+
+/* process at channel position pos (set up if it was not yet) */
+static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
+{
+    int idx;
+    ompi_group_t *g = chan_group(c, pos, &idx);
+    return ompi_group_peer_lookup(g, idx);
 }
 
 /* channel position of rank `rank` of the local (remote = 0) or remote group */
@@ -234,13 +242,43 @@ static void core_deliver(void *ctx, uint32_t origin, uint64_t epoch)
 
 static const bmg_callbacks_t core_callbacks = {.send = core_send, .deliver = core_deliver};
 
-static void feed_known_failures(ftbmg_chan_t *c)
+/* The process at channel position pos if this process has ever set it up,
+ * else NULL (a process ULFM declared failed always has one). Unlike
+ * chan_proc() it never creates one: a scan over a large communicator does not
+ * set up every peer. */
+static ompi_proc_t *chan_proc_known(const ftbmg_chan_t *c, uint32_t pos)
+{
+    int idx;
+    ompi_group_t *g = chan_group(c, pos, &idx);
+    ompi_proc_t *p = ompi_group_get_proc_ptr_raw(g, idx);
+    if (ompi_proc_is_sentinel(p)) {
+        p = (ompi_proc_t *) ompi_proc_lookup(ompi_proc_sentinel_to_name((intptr_t) p));
+    }
+    return p;
+}
+
+/* Tell the core about every process of the channel known failed here. */
+static void scan_failures(ftbmg_chan_t *c)
 {
     for (uint32_t pos = 0; pos < c->n; pos++) {
-        if (pos != c->me && !ompi_proc_is_active(chan_proc(c, pos))) {
+        ompi_proc_t *p = chan_proc_known(c, pos);
+        if (pos != c->me && NULL != p && !ompi_proc_is_active(p)) {
             (void) bmg_failure(c->b, pos);
         }
     }
+}
+
+/* The same for a new channel, skipped while no failure was reported at all:
+ * neither through the failure callback (which runs first) nor in ULFM's group
+ * of failed processes (which grows after the callbacks ran). */
+static unsigned long ftbmg_failure_events = 0;
+
+static void feed_known_failures(ftbmg_chan_t *c)
+{
+    opal_mutex_lock(&ompi_group_afp_mutex);
+    int any = ompi_group_size(ompi_group_all_failed_procs) > 0;
+    opal_mutex_unlock(&ompi_group_afp_mutex);
+    if (any || ftbmg_failure_events > 0) scan_failures(c);
 }
 
 static void destroy_chan(ftbmg_chan_t *c)
@@ -452,6 +490,7 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
 
 static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
+    ftbmg_failure_events++;
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
         if (c->comm == comm) {
             (void) bmg_failure(c->b, chan_pos(c, rank, remote));
@@ -460,7 +499,7 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     if (&ompi_mpi_comm_world.comm == comm) {
         /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
         for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
-            if (NULL != detached[i]) feed_known_failures(detached[i]);
+            if (NULL != detached[i]) scan_failures(detached[i]);
         }
     }
     drive();
