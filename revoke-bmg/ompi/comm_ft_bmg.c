@@ -143,7 +143,7 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
         "Reliable broadcast that carries MPIX_Comm_revoke: 0|none (revoke stays local), 1|bmg (upstream's "
         "binomial-graph diffusion), 2|full (upstream's all-to-all diffusion), 3|ftslide_flood (ftslide's BMG "
         "core, every process forwards to all its binomial-graph neighbours), 4|ftslide_lean (ftslide's BMG "
-        "core, forwarding along a binomial spanning tree that bypasses failed vertices; the default)",
+        "core, forwarding along a 4-nomial spanning tree that bypasses failed vertices; the default)",
         MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, algorithm);
     OBJ_RELEASE(values);
     (void) mca_base_pvar_register("ompi", "mpi", "ft", "bmg_messages_sent",
