@@ -40,7 +40,8 @@ def test_ompi_info_lists_component(mpi_prefix):
     assert re.search(r"MCA coll: ftera ", listing.stdout), listing.stdout
     params = ompi_info(mpi_prefix, "--param", "coll", "ftera", "--level", "9")
     out = params.stdout
-    for name in ("coll_ftera_priority", "coll_ftera_tree", "coll_ftera_mode", "coll_ftera_verbose"):
+    for name in ("coll_ftera_priority", "coll_ftera_tree", "coll_ftera_mode", "coll_ftera_fragment_size",
+                 "coll_ftera_verbose"):
         assert name in out, out
     assert "Valid values: 0|binomial, 1|binary, 2|knomial4, 3|auto" in out, out
     assert 'coll_ftera_tree" (current value: "auto"' in out, out
@@ -201,6 +202,8 @@ def test_fault_injection_randomized(mpi_prefix, mpi_program):
         tree = rng.choice(["knomial4", "knomial4", "binomial", "binary"])
         if tree != "knomial4":  # the default
             options += ["--mca", "coll_ftera_tree", tree]
+        if rng.random() < 0.25:  # every message in fragments of 8 bytes of data
+            options += ["--mca", "coll_ftera_fragment_size", "48"]
         context = f"seed {seed} run {attempt}: np {np} {variant} kills {kills} {options}"
         try:
             run = run_program(mpi_prefix, program, np, args=[str(rounds), variant], kill=kills,
@@ -220,6 +223,34 @@ def test_auto_tree_is_knomial4_on_one_node(mpi_prefix, mpi_program):
         assert run.returncode == 0, run.describe()
         trees = re.findall(r"coll:ftera: comm \S+: \d+ ranks, (\w+) tree", run.stdout + run.stderr)
         assert trees and set(trees) == {tree}, run.describe()
+
+
+@pytest.mark.parametrize("np,kills", [(4, {}), (8, {0: "ftera_sent_2", 4: "ftera_sent_1"}), (6, {2: "before_agree_2"})],
+                         ids=["failure_free", "root_and_inner_mid", "between"])
+def test_fragmented_messages(mpi_prefix, mpi_program, np, kills):
+    """coll_ftera_fragment_size 48 leaves 8 bytes of data in each BTL fragment after our 40-byte header, so every
+    agreement message (44 bytes and more) travels in several fragments and is put together again, in whatever
+    order they come; with failures the messages grow (failure lists). Same checks as the fault injection."""
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), np, args=["3", "agree"], kill=kills,
+                      mpirun_options=["--mca", "coll_ftera_fragment_size", "48", "--mca", "coll_ftera_verbose", "1"],
+                      timeout=120)
+    check_agreements(run, np, 3, set(kills))
+    sent = [(int(m[1]), int(m[2])) for m in
+            re.finditer(r"coll:ftera: \d+ agreements, (\d+) messages sent in (\d+) fragments", run.stderr + run.stdout)]
+    assert len(sent) == np - len(kills), run.describe()
+    assert all(messages > 0 and fragments >= 5 * messages for messages, fragments in sent), sent
+
+
+def test_too_small_fragment_size_is_refused(mpi_prefix, mpi_program):
+    """A fragment size below our header and some data gets one line naming the parameter; the job runs whole."""
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 2, args=["1"],
+                      mpirun_options=["--mca", "coll_ftera_fragment_size", "10", "--mca", "coll_ftera_verbose", "1"],
+                      timeout=60)
+    text = run.stdout + run.stderr
+    assert "coll_ftera_fragment_size 10 is below 48 bytes" in text, text
+    sent = [(int(m[1]), int(m[2])) for m in re.finditer(r"(\d+) messages sent in (\d+) fragments", text)]
+    assert len(sent) == 2 and all(m == f for m, f in sent), text
+    assert run.values("finished", [0, 1]) == {0: "1", 1: "1"}, run.describe()
 
 
 def test_communicator_churn(mpi_prefix, mpi_program):

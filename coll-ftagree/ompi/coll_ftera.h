@@ -37,15 +37,24 @@ BEGIN_C_DECLS
  * below MCA_BTL_TAG_PML (0x40). */
 #define MCA_COLL_FTERA_BTL_TAG 0x33
 
-/* Header in front of every core message on the wire: which communicator
- * (extended CID and epoch, identical at every member) and the sender's rank
- * in it. */
+/* Header in front of every fragment on the wire: which communicator
+ * (extended CID and epoch, identical at every member), the sender's rank in
+ * it, and where the fragment's bytes go in the core message (the sender's
+ * message number, the offset and the whole length). A message that fits in
+ * one BTL fragment travels whole (offset 0, length = total). */
 typedef struct mca_coll_ftera_wire_hdr_t {
     uint64_t cid_base;
     uint64_t cid_sub;
     uint32_t epoch;
     uint32_t src;
+    uint32_t msg_id;
+    uint32_t offset;
+    uint32_t total;
+    uint32_t reserved;
 } mca_coll_ftera_wire_hdr_t;
+
+/* Smallest coll_ftera_fragment_size accepted */
+#define MCA_COLL_FTERA_MIN_FRAGMENT 48
 
 typedef struct mca_coll_ftera_request_t mca_coll_ftera_request_t;
 
@@ -101,6 +110,7 @@ extern int mca_coll_ftera_priority;
 extern int mca_coll_ftera_tree;
 extern int mca_coll_ftera_mode;
 extern int mca_coll_ftera_verbose;
+extern int mca_coll_ftera_fragment_size;
 extern int mca_coll_ftera_output;
 
 OMPI_DECLSPEC extern const mca_coll_base_component_2_4_0_t mca_coll_ftera_component;
@@ -111,7 +121,7 @@ int mca_coll_ftera_finalize(void);
 
 /* counters, printed at verbose >= 1 when the component closes */
 extern uint64_t mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nrecv,
-    mca_coll_ftera_nfailures, mca_coll_ftera_nstashed;
+    mca_coll_ftera_nfailures, mca_coll_ftera_nstashed, mca_coll_ftera_nfragments;
 
 END_C_DECLS
 

@@ -20,6 +20,7 @@ int mca_coll_ftera_priority = 40;
 int mca_coll_ftera_tree = MCA_COLL_FTERA_TREE_AUTO;
 int mca_coll_ftera_mode = ERA_MODE_EARLY;
 int mca_coll_ftera_verbose = 0;
+int mca_coll_ftera_fragment_size = 0;
 int mca_coll_ftera_output = -1;
 
 static int ftera_register(void);
@@ -106,6 +107,13 @@ static int ftera_register(void)
         return rc;
     }
 
+    mca_coll_ftera_fragment_size = 0;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "fragment_size",
+        "Largest BTL fragment of an agreement message, our 40-byte header included (0: the BTL's eager "
+        "limit; smaller values, at least 48, split even failure-free messages, for testing)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_coll_ftera_fragment_size);
+
     mca_coll_ftera_verbose = 0;
     (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "verbose",
         "Verbosity of the ftera component: 0 silent, 1 counters at finalize, 10 every agreement, "
@@ -117,6 +125,11 @@ static int ftera_register(void)
 
 static int ftera_open(void)
 {
+    if (0 != mca_coll_ftera_fragment_size && mca_coll_ftera_fragment_size < MCA_COLL_FTERA_MIN_FRAGMENT) {
+        opal_output(0, "coll:ftera: coll_ftera_fragment_size %d is below %d bytes (a 40-byte header and some "
+                    "data); using the BTL's eager limit", mca_coll_ftera_fragment_size, MCA_COLL_FTERA_MIN_FRAGMENT);
+        mca_coll_ftera_fragment_size = 0;
+    }
     if (mca_coll_ftera_verbose > 0) {
         mca_coll_ftera_output = opal_output_open(NULL);
         opal_output_set_verbosity(mca_coll_ftera_output, mca_coll_ftera_verbose);

@@ -15,6 +15,10 @@
  * queue outside any core call, and a nested drive() returns at once (the
  * outer one empties the queue and completes requests).
  *
+ * A message longer than a BTL fragment (the eager limit, or
+ * coll_ftera_fragment_size) travels in fragments that the receiver puts
+ * together, in any order, before the core sees the message.
+ *
  * Messages for a communicator this process has not set up yet (a peer
  * entered the agreement before we finished creating the communicator) are
  * stashed and replayed when the module is enabled; messages for a
@@ -62,7 +66,7 @@
     } while (0)
 
 uint64_t mca_coll_ftera_nagree = 0, mca_coll_ftera_nsent = 0, mca_coll_ftera_nrecv = 0,
-         mca_coll_ftera_nfailures = 0, mca_coll_ftera_nstashed = 0;
+         mca_coll_ftera_nfailures = 0, mca_coll_ftera_nstashed = 0, mca_coll_ftera_nfragments = 0;
 
 /* ------------------------------------------------------------------------ */
 /* global state                                                             */
@@ -78,9 +82,23 @@ typedef struct ftera_out {
     struct ftera_out *next;
     mca_coll_ftera_module_t *module;
     uint32_t dest;
-    size_t len;
-    unsigned char bytes[]; /* header + core message */
+    mca_coll_ftera_wire_hdr_t hdr; /* msg_id and total set; offset per fragment */
+    size_t len, sent;              /* core message length, bytes handed to the BTL so far */
+    unsigned char bytes[];         /* core message */
 } ftera_out_t;
+static uint32_t next_msg_id = 0;
+
+/* fragments of messages not complete yet, by (communicator, sender, msg_id) */
+typedef struct ftera_partial {
+    struct ftera_partial *next;
+    mca_coll_ftera_wire_hdr_t hdr;
+    size_t got;
+    unsigned char bytes[]; /* hdr.total bytes */
+} ftera_partial_t;
+static ftera_partial_t *partials = NULL;
+/* a message announcing more than this is malformed (a core message grows
+ * with the failures: 60 + 12n bytes at most for n ranks) */
+#define FTERA_MAX_MESSAGE (64u << 20)
 static ftera_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 
@@ -209,6 +227,17 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
         freed_ring[freed_next].used = 1;
         freed_next = (freed_next + 1) % FTERA_FREED_RING;
     }
+    /* drop partly received messages for this communicator */
+    ftera_partial_t **pp = &partials;
+    while (*pp) {
+        if ((*pp)->hdr.cid_base == m->cid_base && (*pp)->hdr.cid_sub == m->cid_sub && (*pp)->hdr.epoch == m->epoch) {
+            ftera_partial_t *dead = *pp;
+            *pp = dead->next;
+            free(dead);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
     /* drop queued messages of this module */
     ftera_out_t **op = &out_head;
     out_tail = NULL;
@@ -276,17 +305,17 @@ static int ftera_request_cancel(ompi_request_t *req, int complete)
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
-    size_t total = sizeof(mca_coll_ftera_wire_hdr_t) + len;
-    ftera_out_t *o = malloc(sizeof(*o) + total);
+    ftera_out_t *o = malloc(sizeof(*o) + len);
     if (NULL == o) {
         opal_output(0, "coll:ftera: out of memory queueing a message to rank %u; it is lost", dest);
         return;
     }
-    mca_coll_ftera_wire_hdr_t hdr = {.cid_base = m->cid_base, .cid_sub = m->cid_sub,
-                                     .epoch = m->epoch, .src = (uint32_t) ompi_comm_rank(m->comm)};
-    memcpy(o->bytes, &hdr, sizeof(hdr));
-    memcpy(o->bytes + sizeof(hdr), msg, len);
-    o->len = total;
+    o->hdr = (mca_coll_ftera_wire_hdr_t){.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
+                                         .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
+                                         .total = (uint32_t) len};
+    memcpy(o->bytes, msg, len);
+    o->len = len;
+    o->sent = 0;
     o->dest = dest;
     o->module = m;
     o->next = NULL;
@@ -318,9 +347,11 @@ static void ftera_sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base
     (void) status;
 }
 
-/* Send one queued message. Returns 0 when it is gone (sent, or the peer is
+/* Send one queued message, in fragments of at most the BTL's eager limit (or
+ * coll_ftera_fragment_size). Returns 0 when it is gone (sent, or the peer is
  * unreachable and has been reported to the core as failed), 1 when the BTL
- * has no descriptor right now (try again after progress). */
+ * has no descriptor right now (try again after progress; the fragments sent
+ * so far are not sent again). */
 static int transmit(ftera_out_t *o)
 {
     mca_coll_ftera_module_t *m = o->module;
@@ -340,27 +371,36 @@ static int transmit(ftera_out_t *o)
         return 0;
     }
     mca_btl_base_module_t *btl = bml_btl->btl;
-    if (o->len > btl->btl_eager_limit) {
-        opal_output(0, "coll:ftera: message of %zu bytes to rank %u exceeds the BTL eager limit (%zu); "
-                       "not sent", o->len, o->dest, (size_t) btl->btl_eager_limit);
-        return 0;
+    size_t limit = btl->btl_eager_limit;
+    if (mca_coll_ftera_fragment_size > 0 && (size_t) mca_coll_ftera_fragment_size < limit) {
+        limit = (size_t) mca_coll_ftera_fragment_size;
     }
-    mca_btl_base_descriptor_t *des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, o->len,
-                                                    MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (NULL == des) {
-        return 1;
-    }
-    memcpy(des->des_segments[0].seg_addr.pval, o->bytes, o->len);
-    des->des_segments[0].seg_len = o->len;
-    des->des_cbfunc = ftera_sent_cb;
-    des->des_cbdata = NULL;
-    int rc = btl->btl_send(btl, bml_btl->btl_endpoint, des, MCA_COLL_FTERA_BTL_TAG);
-    if (rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc) {
-        /* the BTL did not take it: the peer is gone or the link is down; the
-         * failure detector will tell the core */
-        FTERA_OUT(20, "coll:ftera: btl_send to rank %u failed (%d)", o->dest, rc);
-        btl->btl_free(btl, des);
-    }
+    size_t room = limit - sizeof(mca_coll_ftera_wire_hdr_t);
+    do {
+        size_t chunk = o->len - o->sent < room ? o->len - o->sent : room;
+        size_t size = sizeof(mca_coll_ftera_wire_hdr_t) + chunk;
+        mca_btl_base_descriptor_t *des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, size,
+                                                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        if (NULL == des) {
+            return 1;
+        }
+        o->hdr.offset = (uint32_t) o->sent;
+        unsigned char *seg = des->des_segments[0].seg_addr.pval;
+        memcpy(seg, &o->hdr, sizeof(o->hdr));
+        memcpy(seg + sizeof(o->hdr), o->bytes + o->sent, chunk);
+        des->des_segments[0].seg_len = size;
+        des->des_cbfunc = ftera_sent_cb;
+        des->des_cbdata = NULL;
+        int rc = btl->btl_send(btl, bml_btl->btl_endpoint, des, MCA_COLL_FTERA_BTL_TAG);
+        if (rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc) {
+            /* the BTL did not take it: the peer is gone or the link is down;
+             * the failure detector will tell the core */
+            FTERA_OUT(20, "coll:ftera: btl_send to rank %u failed (%d)", o->dest, rc);
+            btl->btl_free(btl, des);
+        }
+        o->sent += chunk;
+        mca_coll_ftera_nfragments++;
+    } while (o->sent < o->len);
     mca_coll_ftera_nsent++;
     FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
               o->dest);
@@ -534,6 +574,69 @@ static void deliver(mca_coll_ftera_module_t *m, uint32_t src, const void *msg, s
     }
 }
 
+/* A whole core message from hdr->src: to its module, kept for a module not
+ * set up yet, or dropped for a communicator freed here. */
+static void accept_message(const mca_coll_ftera_wire_hdr_t *hdr, const unsigned char *msg, size_t len)
+{
+    mca_coll_ftera_nrecv++;
+    mca_coll_ftera_module_t *m = find_module(hdr->cid_base, hdr->cid_sub, hdr->epoch);
+    if (NULL != m) {
+        FTERA_OUT(30, "coll:ftera: comm %s: received %zu bytes from rank %u", ompi_comm_print_cid(m->comm), len,
+                  hdr->src);
+        deliver(m, hdr->src, msg, len);
+        drive();
+        return;
+    }
+    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
+        if (freed_ring[i].used && freed_ring[i].cid_base == hdr->cid_base && freed_ring[i].cid_sub == hdr->cid_sub &&
+            freed_ring[i].epoch == hdr->epoch) {
+            return;
+        }
+    }
+    ftera_stash_t *s = malloc(sizeof(*s) + len);
+    if (NULL == s) return;
+    s->hdr = *hdr;
+    s->len = len;
+    memcpy(s->bytes, msg, len);
+    s->next = stash_head;
+    stash_head = s;
+    mca_coll_ftera_nstashed++;
+    FTERA_OUT(20, "coll:ftera: stashed a message from rank %u for a communicator not set up yet", hdr->src);
+}
+
+/* A fragment of a longer message: put it in place; accept the message once
+ * every byte is there. Fragments may come in any order. */
+static void add_fragment(const mca_coll_ftera_wire_hdr_t *hdr, const unsigned char *data, size_t len)
+{
+    if (hdr->total > FTERA_MAX_MESSAGE || hdr->offset > hdr->total || len > hdr->total - hdr->offset) {
+        FTERA_OUT(20, "coll:ftera: malformed fragment from rank %u dropped", hdr->src);
+        return;
+    }
+    ftera_partial_t **pp = &partials;
+    while (*pp && !((*pp)->hdr.cid_base == hdr->cid_base && (*pp)->hdr.cid_sub == hdr->cid_sub &&
+                    (*pp)->hdr.epoch == hdr->epoch && (*pp)->hdr.src == hdr->src && (*pp)->hdr.msg_id == hdr->msg_id)) {
+        pp = &(*pp)->next;
+    }
+    ftera_partial_t *p = *pp;
+    if (NULL == p) {
+        p = malloc(sizeof(*p) + hdr->total);
+        if (NULL == p) return;
+        p->hdr = *hdr;
+        p->got = 0;
+        p->next = NULL;
+        *pp = p;
+    } else if (p->hdr.total != hdr->total) {
+        FTERA_OUT(20, "coll:ftera: fragment from rank %u disagrees on the length, dropped", hdr->src);
+        return;
+    }
+    memcpy(p->bytes + hdr->offset, data, len);
+    p->got += len;
+    if (p->got < p->hdr.total) return;
+    *pp = p->next;
+    accept_message(&p->hdr, p->bytes, p->hdr.total);
+    free(p);
+}
+
 static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
 {
     (void) btl;
@@ -557,38 +660,12 @@ static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_
     }
     mca_coll_ftera_wire_hdr_t hdr;
     memcpy(&hdr, buf, sizeof(hdr));
-    const unsigned char *msg = buf + sizeof(hdr);
+    const unsigned char *data = buf + sizeof(hdr);
     size_t len = total - sizeof(hdr);
-    mca_coll_ftera_nrecv++;
-
-    mca_coll_ftera_module_t *m = find_module(hdr.cid_base, hdr.cid_sub, hdr.epoch);
-    if (NULL != m) {
-        FTERA_OUT(30, "coll:ftera: comm %s: received %zu bytes from rank %u", ompi_comm_print_cid(m->comm), len,
-                  hdr.src);
-        deliver(m, hdr.src, msg, len);
-        drive();
+    if (0 == hdr.offset && len == hdr.total) {
+        accept_message(&hdr, data, len); /* whole: the usual case */
     } else {
-        int freed = 0;
-        for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
-            if (freed_ring[i].used && freed_ring[i].cid_base == hdr.cid_base && freed_ring[i].cid_sub == hdr.cid_sub &&
-                freed_ring[i].epoch == hdr.epoch) {
-                freed = 1;
-                break;
-            }
-        }
-        if (!freed) {
-            ftera_stash_t *s = malloc(sizeof(*s) + len);
-            if (NULL != s) {
-                s->hdr = hdr;
-                s->len = len;
-                memcpy(s->bytes, msg, len);
-                s->next = stash_head;
-                stash_head = s;
-                mca_coll_ftera_nstashed++;
-                FTERA_OUT(20, "coll:ftera: stashed a message from rank %u for a communicator not set up yet",
-                          hdr.src);
-            }
-        }
+        add_fragment(&hdr, data, len);
     }
     free(copy);
 }
@@ -784,10 +861,10 @@ int mca_coll_ftera_finalize(void)
 {
     if (mca_coll_ftera_verbose >= 1 && mca_coll_ftera_output >= 0 && ftera_inited) {
         opal_output(mca_coll_ftera_output,
-                    "coll:ftera: %" PRIu64 " agreements, %" PRIu64 " messages sent, %" PRIu64 " received, %" PRIu64
-                    " failures fed, %" PRIu64 " stashed",
-                    mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nrecv, mca_coll_ftera_nfailures,
-                    mca_coll_ftera_nstashed);
+                    "coll:ftera: %" PRIu64 " agreements, %" PRIu64 " messages sent in %" PRIu64 " fragments, %"
+                    PRIu64 " received, %" PRIu64 " failures fed, %" PRIu64 " stashed",
+                    mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nfragments, mca_coll_ftera_nrecv,
+                    mca_coll_ftera_nfailures, mca_coll_ftera_nstashed);
     }
     if (ftera_failure_hooked && ompi_rank_failure_cbfunc == ftera_rank_failure) {
         ompi_rank_failure_cbfunc = ftera_prev_failure_cb;
@@ -799,6 +876,11 @@ int mca_coll_ftera_finalize(void)
         ftera_stash_t *s = stash_head;
         stash_head = s->next;
         free(s);
+    }
+    while (NULL != partials) {
+        ftera_partial_t *p = partials;
+        partials = p->next;
+        free(p);
     }
     return OMPI_SUCCESS;
 }
