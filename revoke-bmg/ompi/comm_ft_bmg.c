@@ -107,6 +107,7 @@ static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
 /* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
 static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
 static unsigned detached_next = 0;
+static unsigned long ftbmg_failure_events = 0; /* failure callbacks received */
 static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 static ftbmg_stash_t *stash = NULL;
@@ -271,8 +272,6 @@ static void scan_failures(ftbmg_chan_t *c)
 /* The same for a new channel, skipped while no failure was reported at all:
  * neither through the failure callback (which runs first) nor in ULFM's group
  * of failed processes (which grows after the callbacks ran). */
-static unsigned long ftbmg_failure_events = 0;
-
 static void feed_known_failures(ftbmg_chan_t *c)
 {
     opal_mutex_lock(&ompi_group_afp_mutex);
