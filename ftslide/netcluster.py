@@ -31,7 +31,9 @@ import os
 import re
 import shlex
 import signal
+import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -373,6 +375,7 @@ def teardown(cluster: Cluster) -> list[str]:
             kill_namespace(netns)
             _ip("netns", "del", netns)
             removed.append(netns)
+    remove_session_dirs([cluster.namespace(node) for node in range(cluster.nodes)])
     for name in cluster.files:
         path = Path(name)
         if path.is_dir():
@@ -387,6 +390,15 @@ def teardown(cluster: Cluster) -> list[str]:
     except OSError:
         pass
     return removed
+
+
+def remove_session_dirs(hosts: Sequence[str]) -> None:
+    """Remove the PRRTE session directories (``prted.HOST.PID.N``, ``prterun.HOST...``) that daemons on the
+    emulated nodes ``hosts`` left in the shared temporary folder: a daemon killed with its node cannot
+    remove its own, and a real node would take them with it."""
+    for host in hosts:
+        for path in Path(tempfile.gettempdir()).glob(f"prte*.{host}.*"):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def down(name: str) -> list[str]:

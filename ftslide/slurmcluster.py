@@ -39,7 +39,7 @@ from typing import Sequence
 from .errors import FtslideError
 from .mpi import processes_with
 from .native import REPO
-from .netcluster import kill_namespace
+from .netcluster import kill_namespace, remove_session_dirs
 
 TEMPLATES = REPO / "jobmgr-adapters" / "slurm"
 PACKAGES = ("slurm-wlm", "munge")
@@ -333,6 +333,7 @@ class SlurmCluster:
             time.sleep(0.05)
         for netns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+        remove_session_dirs([self.node_name(node) for node in range(self.nodes)])
         self.namespaces.clear()
         self.daemons.clear()
         shutil.rmtree(self.directory, ignore_errors=True)

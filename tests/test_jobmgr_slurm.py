@@ -40,6 +40,8 @@ def assert_gone(cluster: SlurmCluster) -> None:
     assert not left, f"namespaces left: {left}"
     assert not cluster.directory.exists()
     assert not processes_with(cluster.marker), "cluster processes left running"
+    left = list(Path(tempfile.gettempdir()).glob(f"prte*.{cluster.prefix}-n*"))
+    assert not left, f"PRRTE session directories of the cluster's nodes left: {left}"
 
 
 @pytest.fixture(scope="module")

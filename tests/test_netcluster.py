@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +54,8 @@ def cluster() -> Iterator[str]:
         subprocess.run(["ip", "netns", "del", netns], check=False)
     assert not our_namespaces(name)
     assert not netcluster.state_path(name).exists() and not (netcluster.cluster_dir() / name).exists()
+    left = list(Path(tempfile.gettempdir()).glob(f"prte*.{name}-n*"))
+    assert not left, f"PRRTE session directories of the cluster's nodes left: {left}"
     assert host_links() == links, "interfaces appeared in the host's namespace"
 
 
