@@ -77,17 +77,23 @@ static int register_enum(const char *name, const mca_base_var_enum_value_t *valu
     return OMPI_SUCCESS;
 }
 
+/* Register one int-valued parameter. */
+static void register_int(const char *name, int default_value, int level, mca_base_var_scope_t scope,
+                         const char *description, int *storage)
+{
+    *storage = default_value;
+    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, name, description,
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, scope, storage);
+}
+
 static int ftera_register(void)
 {
     int rc;
 
-    mca_coll_ftera_priority = 40;
-    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "priority",
+    register_int("priority", 40, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         "Priority of the ftera agreement component (upstream's ftagree has 30 by default; the highest "
         "priority provides MPIX_Comm_agree/iagree and the agreement of MPIX_Comm_shrink)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_priority);
-
     rc = register_enum("tree", tree_values, MCA_COLL_FTERA_TREE_AUTO, OPAL_INFO_LVL_5,
         "Shape of the agreement tree over the ranks not yet agreed failed (rebuilt from each agreed "
         "failed set): binomial (parent = position with its lowest set bit cleared), binary (binary heap), "
@@ -106,19 +112,13 @@ static int ftera_register(void)
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-
-    mca_coll_ftera_fragment_size = 0;
-    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "fragment_size",
+    register_int("fragment_size", 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         "Largest BTL fragment of an agreement message, our 40-byte header included (0: the BTL's eager "
         "limit; smaller values, at least 48, split even failure-free messages, for testing)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_ftera_fragment_size);
-
-    mca_coll_ftera_verbose = 0;
-    (void) mca_base_component_var_register(&mca_coll_ftera_component.collm_version, "verbose",
-        "Verbosity of the ftera component: 0 silent, 1 counters at finalize, 10 every agreement, "
-        "20 failures and stashed messages, 30 every message",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+    register_int("verbose", 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        "Verbosity of the ftera component: 0 silent, 1 counters at finalize, 10 every agreement and the "
+        "tree of each communicator, 20 failures and stashed messages, 30 every message",
         &mca_coll_ftera_verbose);
     return OMPI_SUCCESS;
 }
