@@ -74,6 +74,12 @@ def _counters(text):
     return [int(m[1]) for m in re.finditer(r"coll:ftera: (\d+) agreements, ", text)]
 
 
+def _sent(text):
+    """(messages, fragments) sent, from each process's counter line at coll_ftera_verbose 1."""
+    return [(int(m[1]), int(m[2])) for m in
+            re.finditer(r"coll:ftera: \d+ agreements, (\d+) messages sent in (\d+) fragments", text)]
+
+
 @pytest.mark.parametrize("which", ["ours", "upstream"])
 def test_component_is_the_one_running(mpi_prefix, mpi_program, which):
     """np 4, no failure: with the default selection every rank's ftera counts its agreements; ^ftera: none."""
@@ -235,8 +241,7 @@ def test_fragmented_messages(mpi_prefix, mpi_program, np, kills):
                       mpirun_options=["--mca", "coll_ftera_fragment_size", "48", "--mca", "coll_ftera_verbose", "1"],
                       timeout=120)
     check_agreements(run, np, 3, set(kills))
-    sent = [(int(m[1]), int(m[2])) for m in
-            re.finditer(r"coll:ftera: \d+ agreements, (\d+) messages sent in (\d+) fragments", run.stderr + run.stdout)]
+    sent = _sent(run.stderr + run.stdout)
     assert len(sent) == np - len(kills), run.describe()
     assert all(messages > 0 and fragments >= 5 * messages for messages, fragments in sent), sent
 
@@ -248,7 +253,7 @@ def test_too_small_fragment_size_is_refused(mpi_prefix, mpi_program):
                       timeout=60)
     text = run.stdout + run.stderr
     assert "coll_ftera_fragment_size 10 is below 48 bytes" in text, text
-    sent = [(int(m[1]), int(m[2])) for m in re.finditer(r"(\d+) messages sent in (\d+) fragments", text)]
+    sent = _sent(text)
     assert len(sent) == 2 and all(m == f for m, f in sent), text
     assert run.values("finished", [0, 1]) == {0: "1", 1: "1"}, run.describe()
 

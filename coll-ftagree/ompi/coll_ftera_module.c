@@ -122,6 +122,12 @@ static unsigned freed_next = 0;
 
 static void drive(void);
 
+/* The communicator a header names (extended CID and epoch) is m's. */
+static int hdr_is_for(const mca_coll_ftera_wire_hdr_t *hdr, const mca_coll_ftera_module_t *m)
+{
+    return hdr->cid_base == m->cid_base && hdr->cid_sub == m->cid_sub && hdr->epoch == m->epoch;
+}
+
 static double ftera_now_ms(void)
 {
     struct timespec ts;
@@ -230,7 +236,7 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
     /* drop partly received messages for this communicator */
     ftera_partial_t **pp = &partials;
     while (*pp) {
-        if ((*pp)->hdr.cid_base == m->cid_base && (*pp)->hdr.cid_sub == m->cid_sub && (*pp)->hdr.epoch == m->epoch) {
+        if (hdr_is_for(&(*pp)->hdr, m)) {
             ftera_partial_t *dead = *pp;
             *pp = dead->next;
             free(dead);
@@ -556,10 +562,10 @@ static void drive(void)
     in_drive = 0;
 }
 
-static mca_coll_ftera_module_t *find_module(uint64_t cid_base, uint64_t cid_sub, uint32_t epoch)
+static mca_coll_ftera_module_t *find_module(const mca_coll_ftera_wire_hdr_t *hdr)
 {
     for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
-        if (m->cid_base == cid_base && m->cid_sub == cid_sub && m->epoch == epoch) return m;
+        if (hdr_is_for(hdr, m)) return m;
     }
     return NULL;
 }
@@ -579,7 +585,7 @@ static void deliver(mca_coll_ftera_module_t *m, uint32_t src, const void *msg, s
 static void accept_message(const mca_coll_ftera_wire_hdr_t *hdr, const unsigned char *msg, size_t len)
 {
     mca_coll_ftera_nrecv++;
-    mca_coll_ftera_module_t *m = find_module(hdr->cid_base, hdr->cid_sub, hdr->epoch);
+    mca_coll_ftera_module_t *m = find_module(hdr);
     if (NULL != m) {
         FTERA_OUT(30, "coll:ftera: comm %s: received %zu bytes from rank %u", ompi_comm_print_cid(m->comm), len,
                   hdr->src);
@@ -937,8 +943,7 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     era_tree_t tree = ftera_tree_for(comm);
     m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
                         &core_callbacks, m);
-    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(comm), n,
-              ERA_TREE_KNOMIAL4 == tree ? "knomial4" : ERA_TREE_BINARY == tree ? "binary" : "binomial");
+    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(comm), n, era_tree_name(tree));
     if (NULL == m->era) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -960,7 +965,7 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     int replayed = 0;
     while (*sp) {
         ftera_stash_t *s = *sp;
-        if (s->hdr.cid_base == m->cid_base && s->hdr.cid_sub == m->cid_sub && s->hdr.epoch == m->epoch) {
+        if (hdr_is_for(&s->hdr, m)) {
             *sp = s->next;
             deliver(m, s->hdr.src, s->bytes, s->len);
             free(s);

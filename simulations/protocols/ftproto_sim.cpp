@@ -474,10 +474,7 @@ int main(int argc, char **argv)
             if (!parse_u32(val(), &G.adversary)) usage("bad --adversary");
         } else if (a == "--tree") {
             std::string t = val();
-            if (t == "binomial") G.tree = ERA_TREE_BINOMIAL;
-            else if (t == "binary") G.tree = ERA_TREE_BINARY;
-            else if (t == "knomial4") G.tree = ERA_TREE_KNOMIAL4;
-            else usage("bad --tree (binomial, binary or knomial4)");
+            if (ERA_OK != era_tree_from_name(t.c_str(), &G.tree)) usage("bad --tree (binomial, binary or knomial4)");
         } else if (a == "--dump") {
             G.dump = true;
         } else {
@@ -572,7 +569,7 @@ int main(int argc, char **argv)
                 proto_name(G.proto), G.P, alive, decided, decisions.size(), latency, G.finish_time, G.sent,
                 G.sent_at_last_decision, G.bytes, any ? any->flag : 0, any ? any->err : 0,
                 any ? rank_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
-                G.finished ? "true" : "false", wall, maxrss_kb(), G.tree == ERA_TREE_BINARY ? "binary" : G.tree == ERA_TREE_KNOMIAL4 ? "knomial4" : "binomial");
+                G.finished ? "true" : "false", wall, maxrss_kb(), era_tree_name(G.tree));
     std::fflush(stdout);
     bool ok = G.finished && decisions.size() <= 1 &&
               (decided == alive || ((G.proto == Proto::Bmg || G.proto == Proto::BmgLean) && decided == 0));

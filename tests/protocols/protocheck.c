@@ -20,6 +20,7 @@
 
 #include "adapters.h"
 #include "bmg.h"
+#include "era.h"
 #include "sim.h"
 
 #define MAXP_EXH 8
@@ -51,7 +52,7 @@ typedef struct opts {
     int stop_first;
     int quiet;
     int crash_margin;
-    int tree; /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
+    era_tree_t tree; /* era: shape of the agreement tree */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -115,12 +116,6 @@ static int set_proto(opts_t *o, const char *name)
 }
 
 static int is_era(const opts_t *o) { return o->proto == &proto_era; }
-
-static const char *tree_label(int tree)
-{
-    static const char *labels[] = {" tree=binomial", " tree=binary", " tree=knomial4"};
-    return labels[tree];
-}
 
 /* ---- statistics ---------------------------------------------------------- */
 
@@ -278,8 +273,9 @@ static int run_random(const opts_t *o)
             fprintf(stderr, "  ... %" PRIu64 "/%" PRIu64 " schedules, %" PRIu64 " violations\n", i + 1, n, found);
         }
     }
-    printf("protocheck: proto=%s mode=random P=%u-%u schedules=%" PRIu64 " master-seed=0x%" PRIx64 "%s%s\n", o->proto_name,
-           o->pmin, o->pmax, n, ms, is_era(o) ? tree_label(o->tree) : "", o->argv_extra);
+    printf("protocheck: proto=%s mode=random P=%u-%u schedules=%" PRIu64 " master-seed=0x%" PRIx64 "%s%s%s\n",
+           o->proto_name, o->pmin, o->pmax, n, ms, is_era(o) ? " tree=" : "", is_era(o) ? era_tree_name(o->tree) : "",
+           o->argv_extra);
     print_header();
     row_t all;
     memset(&all, 0, sizeof all);
@@ -503,9 +499,9 @@ static int run_exhaustive(const opts_t *o)
     if (x.link_bound == UINT32_MAX) snprintf(lbuf, sizeof lbuf, "inf");
     else snprintf(lbuf, sizeof lbuf, "%u", x.link_bound);
     if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
-    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s\n", o->proto_name,
-           o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
-           is_era(o) ? tree_label(o->tree) : "");
+    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s%s\n",
+           o->proto_name, o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
+           is_era(o) ? " tree=" : "", is_era(o) ? era_tree_name(o->tree) : "");
     print_header();
     for (int i = 0; i < nrows; i++) {
         print_row(&rows[i], NULL);
@@ -748,10 +744,7 @@ int main(int argc, char **argv)
             extra(&o, a, v);
         } else if (!strcmp(a, "--tree")) {
             NEED_VALUE();
-            if (!strcmp(v, "binomial")) o.tree = 0;
-            else if (!strcmp(v, "binary")) o.tree = 1;
-            else if (!strcmp(v, "knomial4")) o.tree = 2;
-            else {
+            if (ERA_OK != era_tree_from_name(v, &o.tree)) {
                 fprintf(stderr, "protocheck: unknown tree '%s' (binomial, binary, knomial4)\n", v);
                 return 2;
             }

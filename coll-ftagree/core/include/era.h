@@ -85,6 +85,12 @@ typedef enum era_tree {
     ERA_TREE_KNOMIAL4 = 2
 } era_tree_t;
 
+/* Name of a shape ("binomial", "binary", "knomial4"); NULL for a value that
+ * is not a shape. era_tree_from_name() is the inverse: ERA_OK and *tree, or
+ * ERA_EINVAL for an unknown name. */
+const char *era_tree_name(era_tree_t tree);
+int era_tree_from_name(const char *name, era_tree_t *tree);
+
 /* Most children a position can have in any shape (4-nomial, n < 2^32). */
 #define ERA_MAX_CHILDREN 48
 

@@ -357,6 +357,23 @@ size_t era_max_msg_size(uint32_t n)
 
 /* ---- tree over positions ------------------------------------------------------ */
 
+static const char *const tree_names[] = {[ERA_TREE_BINOMIAL] = "binomial", [ERA_TREE_BINARY] = "binary",
+                                          [ERA_TREE_KNOMIAL4] = "knomial4"};
+#define NTREES (sizeof tree_names / sizeof tree_names[0])
+
+const char *era_tree_name(era_tree_t tree) { return (unsigned)tree < NTREES ? tree_names[tree] : NULL; }
+
+int era_tree_from_name(const char *name, era_tree_t *tree)
+{
+    for (unsigned t = 0; name && t < NTREES; t++) {
+        if (!strcmp(name, tree_names[t])) {
+            *tree = (era_tree_t)t;
+            return ERA_OK;
+        }
+    }
+    return ERA_EINVAL;
+}
+
 /* Radix of the k-nomial shapes: binomial 2, 4-nomial 4 (0: binary heap). */
 static uint32_t tree_radix(era_tree_t tree) { return tree == ERA_TREE_KNOMIAL4 ? 4 : tree == ERA_TREE_BINARY ? 0 : 2; }
 
@@ -863,7 +880,7 @@ era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, era_tree_t tree, con
                   uint32_t ninitial, const era_callbacks_t *cb, void *ctx)
 {
     if (n == 0 || me >= n || (mode != ERA_MODE_UNIFORM && mode != ERA_MODE_EARLY) ||
-        (tree != ERA_TREE_BINOMIAL && tree != ERA_TREE_BINARY && tree != ERA_TREE_KNOMIAL4) || (ninitial && !initial_failed) || ninitial >= n)
+        !era_tree_name(tree) || (ninitial && !initial_failed) || ninitial >= n)
         return NULL;
     for (uint32_t i = 0; i < ninitial; i++)
         if (initial_failed[i] >= n || initial_failed[i] == me || (i && initial_failed[i] <= initial_failed[i - 1]))
