@@ -152,3 +152,10 @@ def test_checks_fail_without_fault_tolerance(mpi_prefix, mpi_program):
     assert proc.returncode != 0
     assert run.value(0, "recv_from_dead") != PF
     assert run.value(0, "finished") is None
+
+
+def test_job_ends_after_its_last_nonzero_exit(mpi_program, run_mpi):
+    """np 6, no failure: ranks 0-2 exit with 3 at once, ranks 3-5 a second later; mpirun waits for all."""
+    run = run_mpi(mpi_program("conformance/nonzero_exit.c"), 6)
+    assert run.returncode == 3, run.describe()
+    assert_all(run, "late_exit", [3, 4, 5], "1")
