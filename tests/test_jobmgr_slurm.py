@@ -94,16 +94,16 @@ def test_rank_killed_job_completes(submit, mpi_program) -> None:
     assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (fields, run.describe())
 
 
-# Known intermittent hang (2026-11-24), about 1 run in 10 of this test (2 of 12 on stop 10's PRRTE patches,
-# 3 of 41 on the current ones): the job's 6 hostnames run and exit, but the HNP never gets the termination of
-# the two ranks on node 1 from its daemon (both prted idle in epoll_wait) and the job stays RUNNING until the
-# test cancels it. Not yet understood (docs/jobmgr.md); only that hang is tolerated here: a wrong srun line
+# Known intermittent hang, rarer since patch 0010 (2 of 58 runs with it; 6 of 72 before): one of the six
+# hostnames exits but its daemon never runs its waitpid callback, so the daemon never reports it and the job
+# stays RUNNING until the test cancels it (docs/jobmgr.md). Only that hang is tolerated here: a wrong srun line
 # or a job that ends in another state still fails the test.
-@pytest.mark.xfail(raises=FtslideError, strict=False, reason="intermittent PRRTE hang under srun-launched daemons")
+@pytest.mark.xfail(raises=FtslideError, strict=False, reason="intermittent PRRTE hang: a daemon misses a child's exit")
 def test_daemon_step_keeps_running_after_failures(submit) -> None:
     """PRRTE starts its daemons with srun (plm slurm) and the options of the script: the step
     neither ends with a failed node nor when a daemon exits badly. (With --with-ft ulfm PRRTE
-    leaves out its own --kill-on-bad-exit.)"""
+    leaves out its own --kill-on-bad-exit.) The six hostnames exit at once: before our PRRTE patch 0010
+    a daemon could report one of them as still running in its termination update."""
     fields, run = submit("--prtemca", "plm_base_verbose", "5", "hostname")
     srun = [line for line in run.stdout.splitlines() if line.strip().startswith("srun ")]
     assert srun, run.describe()
