@@ -129,6 +129,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "slide_topo.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -156,7 +158,11 @@ typedef enum slide_status {
     SLIDE_EPLANE = 13,         /* slide2d: no usable spare plane left */
     SLIDE_ENOSURVIVOR = 14,    /* shrink: every non-spare node is dead */
     SLIDE_EWORKSPACE = 15,     /* workspace too small or misaligned */
-    SLIDE_EMAP = 16            /* a rank-to-node map entry is outside the grid */
+    SLIDE_EMAP = 16,           /* a rank-to-node map entry is outside the grid */
+    SLIDE_ETOPO_SYNTAX = 17,   /* topology spec not of the grammar (slide_topo.h) */
+    SLIDE_ETOPO_SIZE = 18,     /* a size of 0, or too many hosts or links */
+    SLIDE_EORDER = 19,         /* routing order is not a permutation of the dimensions */
+    SLIDE_ETOPO_FIT = 20       /* the grid has more nodes than the topology has hosts */
 } slide_status;
 
 typedef enum slide_method {
@@ -182,8 +188,10 @@ typedef struct slide_spares {
     int32_t count[2];  /* spare lines/planes at the high end of dim[i], >= 1 */
 } slide_spares;
 
-/* A validated grid + spare layout with derived sizes. Fill it with
- * slide_layout_init() only; treat it as read-only. */
+/* A validated grid + spare layout with derived sizes, and the network it
+ * runs on: node i of the grid runs on host i of `net`. Fill it with
+ * slide_layout_init() (net = the grid itself) and slide_layout_place() only;
+ * treat it as read-only. */
 typedef struct slide_layout {
     slide_grid grid;
     slide_spares spares;
@@ -192,6 +200,7 @@ typedef struct slide_layout {
     int32_t stride[SLIDE_MAX_DIMS];      /* node id = sum coord[d]*stride[d] */
     int32_t nodes;                       /* product of size[] */
     int32_t ranks;                       /* product of logical[] */
+    slide_topo net;                      /* where the nodes run; routes messages */
 } slide_layout;
 
 /* Metrics of one rank-to-node map (see slide_measure()). */
@@ -224,12 +233,13 @@ int slide_method_parse(const char *name, slide_method *out);
 
 /* ---- parsing and layouts ----------------------------------------------- */
 
-/* Parse a grid string "[torus:|mesh:]AxB" or "[torus:|mesh:]AxBxC" with
- * decimal sizes >= 1 (lower-case 'x', no spaces). Without a prefix the grid
- * is a torus. Example: "mesh:4x4", "6x6x6", "torus:48x47x47".
+/* Parse a grid string: a 2D or 3D torus or mesh in the topology grammar of
+ * slide_topo.h, "[torus:|mesh:]AxB" or "[torus:|mesh:]AxBxC" (without a
+ * prefix the grid is a torus). Example: "mesh:4x4", "6x6x6", "torus:48x47x47".
  * Output: *out (untouched on error). Cost O(strlen).
- * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_SYNTAX, SLIDE_EGRID_DIMS (1 or >3
- * sizes), SLIDE_EGRID_SIZE (a size of 0, or nodes >= 2^31). */
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_SYNTAX (not a torus or mesh of the
+ * grammar), SLIDE_EGRID_DIMS (1 or > 3 sizes), SLIDE_EGRID_SIZE (a size of 0,
+ * or more than SLIDE_TOPO_MAX_HOSTS nodes). */
 int slide_grid_parse(const char *text, slide_grid *out);
 
 /* Parse a spare layout "D:K" or "D:K,E:K" with D,E in {x,y,z} distinct and
@@ -240,12 +250,19 @@ int slide_grid_parse(const char *text, slide_grid *out);
  * (repeated dimension), SLIDE_ESPARES_COUNT (K == 0 or K >= 2^31). */
 int slide_spares_parse(const char *text, slide_spares *out);
 
-/* Validate grid + spares and fill *out. Cost O(1).
+/* Validate grid + spares and fill *out; the layout runs on the grid itself
+ * (out->net is the grid as a torus or mesh, routed x first). Cost O(1).
  * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_DIMS, SLIDE_EGRID_SIZE,
  * SLIDE_ESPARES_DIM (spare dimension >= ndims, or repeated, or ndims > 2),
  * SLIDE_ESPARES_COUNT (count < 1, or count >= size of its dimension). */
 int slide_layout_init(slide_layout *out, const slide_grid *grid,
                       const slide_spares *spares);
+
+/* Run the layout on another network: node i on host i of *net (for a torus
+ * or mesh of the grid's shape, node and host numbering agree, so every node
+ * runs on the host at its own coordinates). Cost O(1).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_ETOPO_FIT (more nodes than hosts). */
+int slide_layout_place(slide_layout *lay, const slide_topo *net);
 
 /* Coordinates of a node (coords[2] = 0 in 2D). Cost O(1). No check: node
  * must be in 0..nodes-1. */
@@ -260,8 +277,8 @@ int32_t slide_node_index(const slide_layout *lay,
  * Cost O(1). */
 int slide_is_spare(const slide_layout *lay, int32_t node);
 
-/* Hop distance between two nodes (see Model), -1 if either is out of range.
- * Cost O(1). */
+/* Hop distance between two nodes of the GRID (see Model; the methods'
+ * notion of near), -1 if either is out of range. Cost O(1). */
 int32_t slide_hops(const slide_layout *lay, int32_t a, int32_t b);
 
 /* Failure-free map: rank_to_node[r] for r in 0..ranks-1 (caller's array of
@@ -301,9 +318,17 @@ int slide_map(const slide_layout *lay, int method, const int32_t *failed,
 
 /* ---- metrics ----------------------------------------------------------- */
 
-/* Bytes of workspace slide_measure() needs: 4 * (7 * nodes + 3 * ranks).
- * Cost O(1). */
+/* Bytes of workspace slide_measure() needs: 4 * (net links + nodes) +
+ * 12 * stencil messages (at most 2 * ndims * ranks). Cost O(1). */
 size_t slide_measure_workspace_bytes(const slide_layout *lay);
+
+/* The stencil's messages, as (source rank, destination rank) pairs: every
+ * neighbour pair (see slide_measure()) both ways, in rank order. Writes at
+ * most `cap` pairs into src[], dst[] (either may be NULL with cap 0) and
+ * returns how many there are; -1 for NULL lay or stencil_periodic not in
+ * -1..1. Cost O(ranks). */
+int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic,
+                               int32_t *src, int32_t *dst, int64_t cap);
 
 /* slide_measure: metrics of a rank-to-node map.
  *
@@ -312,10 +337,10 @@ size_t slide_measure_workspace_bytes(const slide_layout *lay);
  * wrap-around pairs (coordinate L-1 with 0) of every logical dimension with
  * L >= 3. stencil_periodic -1 means "same as the grid" (torus -> 1).
  * Messages: the 5-point (2D) / 7-point (3D) stencil sends one message each
- * way over every pair. Routing is dimension order (x, then y, then z); on a
- * torus each dimension takes the shorter way round, the + way on a tie; on a
- * mesh the only way. A message between ranks on the same node uses no link.
- * A directed link is (node, dimension, +/-). Failed nodes still route.
+ * way over every pair, routed on lay->net by slide_topo_round() (the one
+ * routing of slide_topo.h). A pair's hops are the links of its route from the
+ * lower rank to the higher. A message between ranks on the same node uses no
+ * link. Failed nodes still route.
  *
  * Output: *out. Cost O(nodes + ranks * average hops).
  * Errors: SLIDE_EINVAL (NULL, stencil_periodic not in -1..1),
@@ -325,8 +350,8 @@ int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
                   size_t work_bytes);
 
 /* sizeof of the public structs, so bindings can check their mirrors:
- * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics;
- * 0 for anything else. */
+ * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics,
+ * 4 slide_topo, 5 slide_topo_round_stats; 0 for anything else. */
 size_t slide_struct_size(int which);
 
 #ifdef __cplusplus

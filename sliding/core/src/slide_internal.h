@@ -26,4 +26,8 @@ static inline int slide_is_spare_c_(const slide_layout *lay, const int32_t c[3])
            c[2] >= lay->logical[2];
 }
 
+/* Fill *t as the torus (periodic) or mesh of the given sizes, routed in
+ * dimension order; sizes are valid (checked by the caller). */
+void slide_topo_grid_(slide_topo *t, int periodic, int ndims, const int32_t *size);
+
 #endif

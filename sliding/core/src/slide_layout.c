@@ -21,6 +21,10 @@ static const char *const status_messages[] = {
     [SLIDE_ENOSURVIVOR] = "shrink: every non-spare node has failed",
     [SLIDE_EWORKSPACE] = "workspace too small or not 8-byte aligned",
     [SLIDE_EMAP] = "rank-to-node map has an entry outside the grid",
+    [SLIDE_ETOPO_SYNTAX] = "bad topology: use torus:AxB[xC..], mesh:AxB[xC..], ring:N, star:N, fattree:K, fattree:L;D,..;U,..;P,.., kary:K,N or dragonfly:G,L;C,L;R,L;N",
+    [SLIDE_ETOPO_SIZE] = "topology too large or with a size of 0: at most 16777216 hosts and 2^31 - 1 links",
+    [SLIDE_EORDER] = "routing order must be a permutation of the topology's dimensions, e.g. xyz or zyx (torus and mesh only)",
+    [SLIDE_ETOPO_FIT] = "the grid has more nodes than the topology has hosts",
 };
 
 const char *slide_strerror(int status)
@@ -83,46 +87,17 @@ int slide_grid_parse(const char *text, slide_grid *out)
 {
     if (text == NULL || out == NULL)
         return SLIDE_EINVAL;
-    slide_grid g = {.ndims = 0, .size = {1, 1, 1}, .periodic = 1};
-    const char *p = text;
-    if (strncmp(p, "torus:", 6) == 0) {
-        p += 6;
-    } else if (strncmp(p, "mesh:", 5) == 0) {
-        g.periodic = 0;
-        p += 5;
-    }
-    int64_t sizes[8];
-    int n = 0, too_big = 0;
-    for (;;) {
-        int64_t v = 0;
-        int r = parse_uint(&p, &v);
-        if (r == 0)
-            return SLIDE_EGRID_SYNTAX;
-        if (r < 0)
-            too_big = 1;
-        if (n < 8)
-            sizes[n] = v;
-        n++;
-        if (*p == '\0')
-            break;
-        if (*p != 'x')
-            return SLIDE_EGRID_SYNTAX;
-        p++;
-    }
-    if (n < 2 || n > 3)
-        return SLIDE_EGRID_DIMS;
-    if (too_big)
+    slide_topo t;
+    int rc = slide_topo_parse(text, &t);
+    if (rc == SLIDE_ETOPO_SIZE)
         return SLIDE_EGRID_SIZE;
-    int64_t nodes = 1;
-    for (int d = 0; d < n; d++) {
-        if (sizes[d] < 1)
-            return SLIDE_EGRID_SIZE;
-        nodes *= sizes[d];
-        if (nodes > INT32_MAX)
-            return SLIDE_EGRID_SIZE;
-        g.size[d] = (int32_t)sizes[d];
-    }
-    g.ndims = n;
+    if (rc != SLIDE_OK || (t.kind != SLIDE_TOPO_TORUS && t.kind != SLIDE_TOPO_MESH))
+        return SLIDE_EGRID_SYNTAX;
+    if (t.ndims < 2 || t.ndims > 3)
+        return SLIDE_EGRID_DIMS;
+    slide_grid g = {.ndims = t.ndims, .size = {1, 1, 1}, .periodic = t.kind == SLIDE_TOPO_TORUS};
+    for (int d = 0; d < t.ndims; d++)
+        g.size[d] = t.size[d];
     *out = g;
     return SLIDE_OK;
 }
@@ -191,7 +166,7 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
         if (l.grid.size[d] < 1)
             return SLIDE_EGRID_SIZE;
         nodes *= l.grid.size[d];
-        if (nodes > INT32_MAX)
+        if (nodes > SLIDE_TOPO_MAX_HOSTS)
             return SLIDE_EGRID_SIZE;
     }
     if (spares->ndims < 0 || spares->ndims > 2)
@@ -218,7 +193,18 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
     l.stride[0] = l.grid.size[1] * l.grid.size[2];
     l.nodes = (int32_t)nodes;
     l.ranks = (int32_t)ranks;
+    slide_topo_grid_(&l.net, l.grid.periodic, l.grid.ndims, l.grid.size);
     *out = l;
+    return SLIDE_OK;
+}
+
+int slide_layout_place(slide_layout *lay, const slide_topo *net)
+{
+    if (lay == NULL || net == NULL)
+        return SLIDE_EINVAL;
+    if (net->hosts < lay->nodes)
+        return SLIDE_ETOPO_FIT;
+    lay->net = *net;
     return SLIDE_OK;
 }
 
@@ -283,6 +269,8 @@ size_t slide_struct_size(int which)
     case 1: return sizeof(slide_spares);
     case 2: return sizeof(slide_layout);
     case 3: return sizeof(slide_metrics);
+    case 4: return sizeof(slide_topo);
+    case 5: return sizeof(slide_topo_round_stats);
     default: return 0;
     }
 }
