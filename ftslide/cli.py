@@ -14,7 +14,7 @@ from typing import NoReturn, Sequence
 
 from . import __version__
 from .errors import FtslideError
-from .mpi import ensure_stdin
+from .build.mpi import ensure_stdin
 
 # Sub-command modules under ftslide/commands, in the order --help lists them.
 COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster", "jobscript",

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ftslide import ompi_build
-from ftslide.mpi import kill_processes, run_marker
-from ftslide.ompi_build import BuildInputs, Overlay
+from ftslide.build import ompi as ompi_build
+from ftslide.build.mpi import kill_processes, run_marker
+from ftslide.build.ompi import BuildInputs, Overlay
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """The Slurm adapter against real daemons: generated job scripts submitted with sbatch.
 
-The module starts one test cluster (ftslide/slurmcluster.py): munged, slurmctld and three
+The module starts one test cluster (tests/harness/slurmcluster.py): munged, slurmctld and three
 slurmd, each slurmd in a network namespace of its own (198.19.0.1-3, 2 CPUs each), and
 stops it at the end whatever happened: no daemon, namespace or file is left. Job states
 come from ``scontrol show job`` (there is no slurmdbd, so no sacct) and results from the
@@ -18,10 +18,11 @@ from typing import Callable, Iterator
 
 import pytest
 
-from ftslide import jobscript, slurmcluster
+from ftslide.jobmgr import jobscript
+from harness import slurmcluster
 from ftslide.errors import FtslideError
-from ftslide.mpi import processes_with
-from ftslide.slurmcluster import SlurmCluster
+from ftslide.build.mpi import processes_with
+from harness.slurmcluster import SlurmCluster
 from mpiharness import MpiRun, parse_run
 from test_build import ftslide
 

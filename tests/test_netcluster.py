@@ -19,9 +19,9 @@ from typing import Iterator
 
 import pytest
 
-from ftslide import netcluster
+from ftslide.jobmgr import cluster as netcluster
 from ftslide.errors import FtslideError
-from ftslide.mpi import kill_processes
+from ftslide.build.mpi import kill_processes
 from test_build import assert_one_line_error, ftslide
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),

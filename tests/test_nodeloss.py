@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.nodeloss import run as nodeloss_run
+from harness.nodeloss import run as nodeloss_run
 from mpiharness import MpiRun, parse_run
 from test_netcluster import cluster, up  # noqa: F401  (the fixture removes the cluster)
 
@@ -44,7 +44,7 @@ def node_ranks(node: int) -> list[int]:
 def run_and_take_nodes(cluster: str, program: Path, nodes: list[int], how: str = "kill", delay: float = 0.0,
                        mpirun_options: tuple[str, ...] = ()) -> MpiRun:
     """Run the program over the whole cluster and take ``nodes`` away ``delay`` s after rank 0
-    reports the loop running (ftslide.nodeloss.run); fail on a hang."""
+    reports the loop running (harness.nodeloss.run); fail on a hang."""
     result = nodeloss_run(cluster, program, NODES * SLOTS, ["20"], nodes, how=how, delay=delay,
                           mpirun_options=mpirun_options, timeout=JOB_TIMEOUT)
     run = parse_run(-9 if result.returncode is None else result.returncode, result.stdout, result.stderr)

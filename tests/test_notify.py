@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.mpi import kill_processes, processes_with
-from ftslide.notify import running_jobs
+from ftslide.build.mpi import kill_processes, processes_with
+from ftslide.jobmgr.notify import running_jobs
 from mpiharness import parse_run
 from test_build import assert_one_line_error, ftslide
 

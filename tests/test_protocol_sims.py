@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide import protocol_sim as ps
+from ftslide.simulation import protocols as ps
 from ftslide.errors import FtslideError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from ftslide import sliding_core as sc
+from ftslide.sliding import core as sc
 from ftslide.simulation import analytic
 from ftslide.simulation.network import NetParams
 from ftslide.simulation.placement import make_placement
 from ftslide.simulation.platform import hostfile, platform_xml
 from ftslide.simulation.smpi import KernelRun, run_kernels
-from ftslide.topology import TopologyError, parse_topology
+from ftslide.sliding.topology import TopologyError, parse_topology
 
 REPO = Path(__file__).resolve().parents[1]
 NET = NetParams(bw=5e9, lat=100e-9, speed=1e9)

@@ -1,4 +1,4 @@
-"""Tests of the ctypes binding of the sliding core (ftslide/sliding_core.py).
+"""Tests of the ctypes binding of the sliding core (ftslide/sliding/core.py).
 
 The algorithms themselves are tested in C (sliding/core/tests); these tests
 check that the binding passes arguments and results through faithfully and
@@ -12,7 +12,7 @@ import random
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide import sliding_core as sc
+from ftslide.sliding import core as sc
 
 
 def test_parse_grid_and_spares() -> None:

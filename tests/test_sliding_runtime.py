@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ftslide import stencil
+from ftslide.sliding import runtime as stencil
 
 pytestmark = pytest.mark.mpi
 
@@ -114,7 +114,7 @@ def test_bad_layouts_are_refused_before_launch(mpi_prefix):
 
 def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
     """8 processes for a 12-node grid: every process exits 2 with the runtime's one-line reason."""
-    from ftslide import mpi
+    from ftslide.build import mpi
 
     result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
     assert result.returncode == 2, result.stderr

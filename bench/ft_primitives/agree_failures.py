@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ftslide import mpi  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.ompi_build import require_prefix  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 from run import MODULE_SETS  # noqa: E402
 
 SOURCE = Path(__file__).with_name("agree_failures.c")

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftslide import mpi  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.ompi_build import require_prefix  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_primitives.c")
 # name -> mpirun MCA arguments selecting the agreement and reliable-broadcast modules.

@@ -24,12 +24,14 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the node-loss harness
 
-from ftslide import netcluster, nodeloss  # noqa: E402
+from ftslide.jobmgr import cluster as netcluster  # noqa: E402
+from harness import nodeloss  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.mpi import compile_program  # noqa: E402
-from ftslide.ompi_build import require_prefix  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.build.mpi import compile_program  # noqa: E402
+from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ERROR_AT = re.compile(r"^ftcheck rank=(\d+) error_at=([0-9.]+)$", re.M)

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from ftslide import ompi_build  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 
 TARGETS = {"cold build": 600.0, "unchanged re-run": 10.0}
 

@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ftslide import protocol_sim as ps  # noqa: E402
+from ftslide.simulation import protocols as ps  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 
 
 def main() -> int:

@@ -24,14 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide import sliding_core as sc
+from ftslide.sliding import core as sc
 from ftslide.errors import FtslideError
 from ftslide.simulation import analytic
 from ftslide.simulation.network import PRESETS
 from ftslide.simulation.placement import make_placement
 from ftslide.simulation.sweep import SweepConfig, run_sweep
-from ftslide.table import print_table
-from ftslide.topology import parse_topology
+from ftslide.ui.table import print_table
+from ftslide.sliding.topology import parse_topology
 
 
 def model_times() -> None:

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftslide import stencil  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.ompi_build import require_prefix  # noqa: E402
-from ftslide.table import print_table  # noqa: E402
+from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
 
 # node grids (spares included) with 9 to 16 processes; spares: one plane along x
 GRIDS = ("torus:3x3x1", "torus:3x2x2", "torus:5x3x1", "torus:4x2x2")

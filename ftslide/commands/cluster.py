@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .. import netcluster
+from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
-from ..table import print_table
+from ..ui.table import print_table
 
 NAME = "cluster"
 HELP = ("create and remove an emulated cluster of network namespaces on this machine "

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from .. import stencil
+from ..sliding import runtime as stencil
 from ..errors import FtslideError
-from ..ompi_build import require_prefix
-from ..sliding_core import SlideError, compute_map, make_layout, measure
-from ..table import print_table
+from ..build.ompi import require_prefix
+from ..sliding.core import SlideError, compute_map, make_layout, measure
+from ..ui.table import print_table
 
 NAME = "demo"
 HELP = ("run the resilient 3D Jacobi stencil: nodes are SIGKILLed at chosen iterations, spares take "

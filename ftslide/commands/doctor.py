@@ -9,8 +9,8 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import FtslideError
-from ..ompi_build import ft_support, require_prefix
-from ..table import print_table
+from ..build.ompi import ft_support, require_prefix
+from ..ui.table import print_table
 
 NAME = "doctor"
 HELP = "check the compiler, the Open MPI build (FT MPI support), SimGrid and Python packages; exit 0 only if all is there"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..ompi_build import require_prefix
-from ..stencil import HEADER_DIR, build_library, link_flags
+from ..build.ompi import require_prefix
+from ..sliding.runtime import HEADER_DIR, build_library, link_flags
 
 NAME = "env"
 HELP = ("print the shell lines that put the build's mpicc/mpirun on PATH and set SLIDING_CFLAGS/SLIDING_LIBS "

@@ -7,9 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import jobscript
+from ..jobmgr import jobscript
 from ..errors import FtslideError
-from ..ompi_build import require_prefix
+from ..build.ompi import require_prefix
 
 NAME = "jobscript"
 HELP = ("write a Slurm, PBS Pro, Torque or Flux job script that runs 'mpirun --with-ft ulfm' from the "

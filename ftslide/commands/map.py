@@ -1,7 +1,7 @@
 """ftslide map: the rank-to-node map of substitution methods after failures, its metrics and a plot.
 
 Every map and every metric comes from the C sliding core through
-``ftslide.sliding_core``; this module parses the command line, lays out the
+``ftslide.sliding.core``; this module parses the command line, lays out the
 results (table, JSON, matplotlib figure) and writes the plot atomically.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import FtslideError
-from ..sliding_core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
+from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
                             ENOSURVIVOR, EPLANE, METHODS, Layout, Metrics, SlideError, compute_map,
                             make_layout, measure, strerror)
-from ..table import print_table
+from ..ui.table import print_table
 
 NAME = "map"
 HELP = ("show where ranks run after node failures for one or several substitution methods: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..notify import notify
+from ..jobmgr.notify import notify
 
 NAME = "notify"
 HELP = ("tell a running ULFM job that the job manager declared a node or a rank dead (a PMIx tool "

@@ -8,9 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import protocol_sim as ps
+from ..simulation import protocols as ps
 from ..errors import FtslideError
-from ..table import print_table
+from ..ui.table import print_table
 
 NAME = "protocols"
 HELP = "check the revoke/agreement cores (protocheck) or simulate them at scale with SimGrid"
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..native import native_program
+    from ..build.native import native_program
 
     prog = native_program("protocheck")
     opts: list[str] = []

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import netcluster
+from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
-from ..mpi import check_program, launch_environment, mpirun_argv, split_program
-from ..ompi_build import require_prefix
+from ..build.mpi import check_program, launch_environment, mpirun_argv, split_program
+from ..build.ompi import require_prefix
 
 NAME = "run"
 HELP = ("run 'mpirun --with-ft ulfm [mpirun options] PROGRAM [ARGS]' with the project's Open MPI; "

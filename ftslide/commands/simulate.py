@@ -17,7 +17,7 @@ from ..simulation.sweep import (
     validate,
     write_outputs,
 )
-from ..table import print_table
+from ..ui.table import print_table
 
 NAME = "simulate"
 HELP = ("simulate on SimGrid how much slower stencil, barrier and allreduce communication gets "

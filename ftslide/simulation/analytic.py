@@ -41,7 +41,7 @@ from functools import lru_cache
 import networkx as nx
 
 from ..errors import FtslideError
-from ..topology import Link, Topology
+from ..sliding.topology import Link, Topology
 from .network import NetParams
 
 

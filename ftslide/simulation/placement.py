@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import sliding_core as sc
+from ..sliding import core as sc
 from ..errors import FtslideError
-from ..topology import Topology
+from ..sliding.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from ..topology import Topology
+from ..sliding.topology import Topology
 from .network import NetParams
 
 HOST_PREFIX = "h"

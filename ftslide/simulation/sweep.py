@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from .. import sliding_core as sc
+from ..sliding import core as sc
 from ..errors import FtslideError
-from ..topology import Topology, parse_topology
+from ..sliding.topology import Topology, parse_topology
 from . import analytic
 from .network import NetParams
 from .placement import Placement, make_placement

@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .errors import FtslideError
-from .native import REPO
-from .mpi import MULTINODE_ULFM_OPTIONS
-from .ompi_build import cache_root
+from ..errors import FtslideError
+from ..build.native import REPO
+from ..build.mpi import MULTINODE_ULFM_OPTIONS
+from ..build.ompi import cache_root
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -14,11 +14,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from . import netcluster
-from .errors import FtslideError
-from .mpi import compile_program
-from .native import REPO
-from .ompi_build import require_prefix
+from . import cluster as netcluster
+from ..errors import FtslideError
+from ..build.mpi import compile_program
+from ..build.native import REPO
+from ..build.ompi import require_prefix
 
 TOOL_SOURCE = REPO / "jobmgr-adapters" / "prrte" / "notify.c"
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .errors import FtslideError
-from .mpi import processes_with
-from .native import REPO
-from .netcluster import kill_namespace, remove_session_dirs
+from ftslide.errors import FtslideError
+from ftslide.build.mpi import processes_with
+from ftslide.build.native import REPO
+from ftslide.jobmgr.cluster import kill_namespace, remove_session_dirs
 
 TEMPLATES = REPO / "jobmgr-adapters" / "slurm"
 PACKAGES = ("slurm-wlm", "munge")

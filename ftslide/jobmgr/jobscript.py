@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .errors import FtslideError
-from .mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
-from .native import REPO
+from ..errors import FtslideError
+from ..build.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
+from ..build.native import REPO
 
 ADAPTERS = REPO / "jobmgr-adapters"
 MANAGERS = ("slurm", "pbs", "torque", "flux")

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from . import mpi
-from .errors import FtslideError
-from .native import REPO
-from .ompi_build import cache_root
-from .sliding_core import make_layout
+from ..build import mpi
+from ..errors import FtslideError
+from ..build.native import REPO
+from ..build.ompi import cache_root
+from .core import make_layout
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (SLIDING / "runtime" / "src" / "sliding.c", *sorted((SLIDING / "core" / "src").glob("*.c")))

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import FtslideError
+from ..errors import FtslideError
 from .native import REPO
-from .progress import Progress
+from ..ui.progress import Progress
 
 CONFIG = REPO / "ompi-ulfm" / "build.toml"
 PATCH_DIR = REPO / "ompi-ulfm" / "patches"

@@ -10,9 +10,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import FtslideError
+from ..errors import FtslideError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BUILD_DIR = REPO / "build"
 
 

@@ -11,9 +11,9 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
-from .errors import FtslideError
+from ..errors import FtslideError
 from .native import REPO
-from .ompi_build import MARKER, cache_root, mpi_environment
+from .ompi import MARKER, cache_root, mpi_environment
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from .errors import FtslideError
-from .native import native_library
+from ..errors import FtslideError
+from ..build.native import native_library
 
 METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink")
 DIM_NAMES = "xyz"
@@ -110,7 +110,7 @@ def _lib() -> ctypes.CDLL:
         fn.argtypes = argtypes
     for which, struct in enumerate((_CGrid, _CSpares, _CLayout, _CMetrics)):
         if lib.slide_struct_size(which) != ctypes.sizeof(struct):
-            raise FtslideError(f"libslidecore.so does not match ftslide/sliding_core.py "
+            raise FtslideError(f"libslidecore.so does not match ftslide/sliding/core.py "
                                f"({struct.__name__[2:]} size differs): rebuild with "
                                f"'cmake --build build'")
     return lib

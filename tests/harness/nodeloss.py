@@ -23,11 +23,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import netcluster
-from .errors import FtslideError
-from .mpi import kill_processes
-from .native import REPO
-from .notify import notify
+from ftslide.jobmgr import cluster as netcluster
+from ftslide.errors import FtslideError
+from ftslide.build.mpi import kill_processes
+from ftslide.build.native import REPO
+from ftslide.jobmgr.notify import notify
 
 
 @dataclass

@@ -42,7 +42,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from .errors import FtslideError
+from ..errors import FtslideError
 
 # A graph node: ("h", *coords) for a torus/mesh host, ("h", i) for fat-tree host i,
 # ("s", level, position) for a fat-tree switch.

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import FtslideError
-from .topology import Topology, TopologyError, parse_topology
+from ..errors import FtslideError
+from ..sliding.topology import Topology, TopologyError, parse_topology
 
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
@@ -137,8 +137,8 @@ def topology_for(spec: str, p: int) -> Topology:
 
 def write_platform(topo: Topology, path: Path) -> Path:
     """SimGrid platform XML of the topology (shared generator of ``ftslide simulate``)."""
-    from .simulation.network import NetParams
-    from .simulation.platform import platform_xml
+    from .network import NetParams
+    from .platform import platform_xml
 
     path.write_text(platform_xml(topo, NetParams()))
     return path
@@ -148,7 +148,7 @@ def write_platform(topo: Topology, path: Path) -> Path:
 
 
 def driver_path() -> Path:
-    from .native import native_program
+    from ..build.native import native_program
 
     try:
         return native_program("ftproto_sim")
