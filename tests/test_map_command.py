@@ -231,7 +231,10 @@ BAD_INPUTS = [
     (["--grid", "4x4", "--method", "shrink", "--spares", "none", "--fail", "0-15"], "no alive non-spare"),
     (["--grid", "4x4", "--slice", "1"], "--slice"),
     (["--grid", "4x4", "--with-map"], "--with-map only works with --json"),
-    (["--grid", "4x4", "--topology", "ring"], "invalid choice"),
+    (["--grid", "4x4", "--topology", "ring"], "missing kind or size"),
+    (["--topology", "fattree:4"], "not a 2D or 3D torus or mesh: give"),
+    (["--topology", "torus:4x4", "--route-order", "yz"], "bad routing order"),
+    (["--topology", "star:8", "--grid", "4x4"], "has only 8 hosts"),
 ]
 
 

@@ -52,65 +52,15 @@ def simulate(spec: str, grid: str | None, spares: str, rank_hosts: tuple[int, ..
              kernels: tuple[str, ...] = (f"stencil:{HALO}",)) -> dict[str, float]:
     topo = parse_topology(spec)
     pl = make_placement(topo, grid, spares)
-    run = KernelRun(platform_xml(topo, NET), hostfile(topo, rank_hosts), pl.stencil_dims(),
+    run = KernelRun(platform_xml(topo, NET), hostfile(rank_hosts), pl.stencil_dims(),
                     pl.stencil_periodic, kernels, 1, NET)
     return run_kernels(run, timeout=SMPI_TIMEOUT)
 
 
 def stencil_model(spec: str, grid: str | None, spares: str,
                   rank_hosts: tuple[int, ...]) -> analytic.Congestion:
-    topo = parse_topology(spec)
-    pl = make_placement(topo, grid, spares)
-    return analytic.pattern_congestion(topo, rank_hosts, "stencil", pl.stencil_dims(),
-                                       pl.stencil_periodic, HALO, NET)
-
-
-# ---- topology specs and routes -----------------------------------------------------
-
-@pytest.mark.parametrize("spec", [
-    "torus:", "torus:4x0x4", "torus:4xx4", "torus:1x1", "ring:8", "12x12x12", "mesh:4,4",
-    "fattree:2;4,4;1,2", "fattree:2;4;1,2;1,2", "fattree:2;4,4;0,2;1,2", "kary:1,3", "kary:4",
-    "kary:4,3,2", "dragonfly:4,1;2,1;4,1", "dragonfly:4,1;2;4,1;2", "dragonfly:5,1;2,1;4,1;2",
-])
-def test_malformed_topology_is_one_line_error(spec: str) -> None:
-    with pytest.raises(TopologyError) as info:
-        parse_topology(spec)
-    message = str(info.value)
-    assert "\n" not in message and spec in message
-
-
-def test_topology_shapes() -> None:
-    assert parse_topology("torus:12x12x12").hosts == 1728
-    assert parse_topology("torus:2x3x4x5").hosts == 120            # any dimension count
-    mesh = parse_topology("mesh:16x8x8")
-    assert mesh.hosts == 1024 and mesh.sim_dims == (31, 15, 15)
-    ft = parse_topology("fattree:2;16,16;1,16;1,1")
-    assert ft.hosts == 256
-    assert parse_topology("kary:4,3") == parse_topology("fattree:3;4,4,4;1,4,4;1,1,1")
-    assert parse_topology("dragonfly:4,1;2,1;4,1;2").hosts == 64
-
-
-@pytest.mark.parametrize("spec", ["torus:5x4x3", "torus:4x4", "mesh:4x3x3", "torus:3x2x2x2",
-                                  "fattree:2;4,4;1,2;1,2", "kary:3,3", "fattree:2;4,2;2,2;2,1",
-                                  "dragonfly:3,1;2,1;3,1;2"])
-def test_routes_are_paths_of_the_graph(spec: str) -> None:
-    """Every route is made of graph edges from a to b: a chain (except where SimGrid's dragonfly
-    code continues from chassis 0 after a green hop); torus/mesh routes are shortest."""
-    topo = parse_topology(spec)
-    graph = topo.graph()
-    for a, b in itertools.permutations(range(topo.hosts), 2):
-        route = topo.route(a, b)
-        assert route and all(graph.has_edge(*link) for link in route)
-        if topo.kind != "dragonfly":
-            assert all(x[1] == y[0] for x, y in itertools.pairwise(route))
-        if topo.kind in ("torus", "mesh"):
-            ca, cb = topo.coords(a), topo.coords(b)
-            hops = sum(abs(p - q) if topo.kind == "mesh" else min(abs(p - q), n - abs(p - q))
-                       for p, q, n in zip(ca, cb, topo.dims))
-            assert len(route) == hops
-        else:
-            assert route[0][0] == ("h", a) and route[-1][1] == ("h", b)
-            assert len(route) <= (7 if topo.kind == "dragonfly" else 2 * topo.levels)
+    pl = make_placement(parse_topology(spec), grid, spares)
+    return analytic.pattern_congestion(pl.layout, rank_hosts, "stencil", HALO, NET)
 
 
 # ---- SimGrid platforms --------------------------------------------------------------
@@ -343,3 +293,30 @@ def test_terminated_sweep_kills_its_simulations(tmp_path: Path) -> None:
     time.sleep(0.5)
     assert not _simulations_using(cache)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("topology,grid,order", [
+    ("torus:6x5x4", None, ""), ("torus:5x5x5", None, ""), ("torus:6x4x4", None, "zyx"),
+    ("mesh:5x4x4", None, ""), ("kary:4,3", "torus:4x4x4", ""),
+])
+def test_map_and_simulate_report_the_same_loads(tmp_path: Path, topology: str, grid: str | None,
+                                                order: str) -> None:
+    """For the same map, `ftslide map` (the sliding core's metrics) and the analytic model of
+    `ftslide simulate` report the same max link load and overloaded links: one routing, on even
+    and odd tori, a mesh and a fat-tree."""
+    out = tmp_path / "out"
+    placement = ["--topology", topology, *(["--grid", grid] if grid else []),
+                 *(["--route-order", order] if order else []), "--spares", "x:1"]
+    result = ftslide("simulate", *placement, "--methods", "simple,hybrid", "--failures", "0..3",
+                     "--patterns", "stencil7", "--trials", "2", "--analytic-only",
+                     "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    trials = json.loads((out / "slowdown.json").read_text())["trials"]
+    for trial in trials:
+        mapped = ftslide("map", *placement, "--method", trial["method"], "--json",
+                         "--fail", ",".join(map(str, trial["failed_nodes"])))
+        assert mapped.returncode == 0, mapped.stderr
+        metrics = json.loads(mapped.stdout)["methods"][0]
+        model = trial["model"]["stencil7"]
+        assert (metrics["link_load_max"], metrics["links_overloaded"]) == \
+            (model["load_max"], model["collisions"]), trial

@@ -19,7 +19,9 @@ from typing import Any, Sequence
 from ..errors import FtslideError
 from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
                             ENOSURVIVOR, EPLANE, METHODS, Layout, Metrics, SlideError, compute_map,
-                            make_layout, measure, strerror)
+                            measure, parse_grid, strerror)
+from ..sliding.topology import GRAMMAR, parse_topology
+from ..simulation.placement import make_placement
 from ..ui.table import print_table
 
 NAME = "map"
@@ -33,11 +35,16 @@ PLOT_FORMATS = (".png", ".svg")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--grid", required=True, metavar="AxB[xC]",
+    parser.add_argument("--grid", metavar="AxB[xC]",
                         help="node grid, spares included, e.g. 6x6x6 or 16x16 (a 'torus:'/'mesh:' "
-                        "prefix is accepted)")
-    parser.add_argument("--topology", choices=("torus", "mesh"), default=None,
-                        help="torus (every dimension wraps, the default) or mesh")
+                        "prefix is accepted); default: the --topology itself when it is a 2D or "
+                        "3D torus or mesh")
+    parser.add_argument("--topology", default=None, metavar="SPEC",
+                        help=f"the network the grid's nodes run on, node i on host i: {GRAMMAR}; "
+                        "or just torus (the default) or mesh: the --grid itself")
+    parser.add_argument("--route-order", default="", metavar="ORDER",
+                        help="dimension order of torus/mesh routing, a permutation such as xyz "
+                        "(the default) or zyx")
     parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
                         "none (default x:1)")
@@ -75,6 +82,26 @@ def parse_methods(text: str) -> list[str]:
             raise FtslideError(f"method '{name}' is listed twice in --method")
         seen.append(name)
     return seen
+
+
+def layout_from_args(grid: str | None, topology: str | None, spares: str,
+                     order: str = "") -> Layout:
+    """The layout of --grid/--spares on the network of --topology (the grammar of
+    ``ftslide.sliding.topology``; a bare torus or mesh is the grid itself)."""
+    if topology is None or topology.strip() in ("torus", "mesh"):
+        if grid is None:
+            raise FtslideError("give the node grid with --grid (e.g. --grid 6x6x6) or the "
+                               "network with --topology (e.g. --topology torus:6x6x6)")
+        try:
+            spec = grid_string(grid, topology.strip() if topology else None)
+            parse_grid(spec)
+        except SlideError as exc:
+            if exc.code in (EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE):
+                raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
+            raise
+        net = parse_topology(spec, order)
+        return make_placement(net, spec, spares).layout
+    return make_placement(parse_topology(topology, order), grid, spares).layout
 
 
 def grid_string(grid: str, topology: str | None) -> str:
@@ -198,7 +225,12 @@ def header_line(layout: Layout, failures: Sequence[int]) -> str:
         failed = f"{len(failures)} failures {','.join(map(str, failures))}"
     return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {layout.ranks} ranks "
             f"on {layout.nodes} nodes, spares {layout.spares} ({spare_nodes} nodes); {failed}; "
-            f"{points}-point {stencil} stencil, dimension-order routing")
+            f"{points}-point {stencil} stencil routed on {describe_net(layout)}")
+
+
+def describe_net(layout: Layout) -> str:
+    net = layout.net
+    return f"{net} (dimension order {net.order})" if net.order else str(net)
 
 
 TABLE_HEADERS = ("method", "placed", "moved", "max hops", "mean hops", "hops:pairs", "max load",
@@ -246,7 +278,8 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         methods.append(entry)
     return {
         "grid": str(layout.grid),
-        "topology": "torus" if layout.grid.periodic else "mesh",
+        "topology": str(layout.net),
+        "route_order": layout.net.order,
         "logical": list(layout.logical),
         "spares": str(layout.spares),
         "nodes": layout.nodes,
@@ -496,12 +529,7 @@ def run(args: argparse.Namespace) -> int:
     methods = parse_methods(args.method)
     if args.with_map and not args.json:
         raise FtslideError("--with-map only works with --json")
-    try:
-        layout = make_layout(grid_string(args.grid, args.topology), args.spares)
-    except SlideError as exc:
-        if exc.code in (EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE):
-            raise FtslideError(f"bad --grid '{args.grid}': {strerror(exc.code)}") from None
-        raise
+    layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order)
     failures = parse_failures(args.fail, layout)
     z = slice_z(layout, failures, args.slice) if args.plot else None
     if args.slice is not None and not args.plot:

@@ -10,6 +10,7 @@ from types import FrameType
 from ..errors import FtslideError
 from ..simulation.network import PRESETS, NetParams, parse_rate, parse_size, parse_time
 from ..simulation.platform import platform_xml
+from ..sliding.topology import GRAMMAR
 from ..simulation.sweep import (
     SweepConfig,
     parse_failures,
@@ -28,9 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="a published setup: k (12x12x12 torus), bgq (16x8x8 torus), "
                              "tsubame (fat-tree); other options override its values")
-    parser.add_argument("--topology", help="torus:AxB[xC..], mesh:AxB[xC..], "
-                        "fattree:L;D,..;U,..;P,.. (SimGrid FAT_TREE), kary:K,N or "
-                        "dragonfly:G,L;C,L;R,L;N (quote specs with ';')")
+    parser.add_argument("--topology", metavar="SPEC",
+                        help=f"the network: {GRAMMAR} (quote specs with ';')")
+    parser.add_argument("--route-order", default="", metavar="ORDER",
+                        help="dimension order of torus/mesh routing, a permutation such as xyz "
+                        "(the default) or zyx")
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
     parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
@@ -81,7 +84,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         halo_bytes=parse_size(args.halo, "--halo"),
         allreduce_bytes=parse_size(args.allreduce_size, "--allreduce-size"),
         iters=args.iters, jobs=max(args.jobs, 0), timeout=args.timeout,
-        simulate=not args.analytic_only, use_cache=not args.no_cache)
+        simulate=not args.analytic_only, use_cache=not args.no_cache,
+        route_order=args.route_order)
 
 
 def _fmt(value: object, spec: str = ".2f") -> str:

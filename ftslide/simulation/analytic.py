@@ -1,23 +1,24 @@
 """Analytic congestion model: link loads and hops of a placed communication pattern.
 
-The network is the topology's NetworkX graph (``Topology.graph``): one edge per
-directed link. Every message is routed as SimGrid routes it (``Topology.route``:
-dimension order on torus/mesh, up/down d-mod-k on the fat-tree) and adds 1 to
-the load of each link it crosses. From the loads:
+Every message is routed by the topology model (``Topology.route_round``, the C
+core's routing: dimension order on torus/mesh, up/down d-mod-k on the fat-tree,
+SimGrid's minimal dragonfly routing) and adds 1 to the load of each link it
+crosses. From the loads:
 
 * ``load_max`` -- most messages sharing one directed link;
-* ``collisions`` -- directed links carrying more than one message;
+* ``collisions`` -- directed links carrying more than one message (summed over the
+  rounds of a collective);
 * ``hops_max`` / ``hops_mean`` -- route lengths in links (0 for ranks sharing a host);
 * ``time`` -- a completion-time estimate: per message, its route latency plus
-  ``bytes * (highest load on its route) / bandwidth``; a round takes its slowest
-  message, a pattern the sum of its rounds. It ranks mappings without a simulation;
-  SimGrid's max-min sharing refines it (docs/simulations.md compares the two).
+  ``bytes * (highest load / capacity on its route) / bandwidth``; a round takes its
+  slowest message, a pattern the sum of its rounds. It ranks mappings without a
+  simulation; SimGrid's max-min sharing refines it (docs/simulations.md compares the two).
 
 Patterns (messages per round):
 
 * ``stencil`` -- one round: each rank sends one message to each logical
   neighbour (5-point in 2D, 7-point in 3D; wrap-around when periodic, for
-  dimensions of size >= 3), as the SMPI stencil kernel does;
+  dimensions of size >= 3), the sliding core's own stencil (``stencil_messages``);
 * ``barrier`` -- dissemination rounds, rank r to r + 2^k (mod n), 0 bytes: the
   message pattern of SMPI's ``ompi_bruck`` barrier, which the simulations select;
 * ``allreduce`` -- the message pattern of SMPI's ``rdb`` allreduce, which the
@@ -28,20 +29,17 @@ Patterns (messages per round):
   Rounds are treated as separated (no overlap between rounds), and a round's
   time ignores the per-message software costs SimGrid does not model either.
 
-Cost: O(messages x route length), about 0.3 s for the stencil at 12x12x12.
+Cost: O(messages x route length) in C, a few milliseconds for the stencil at 12x12x12.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import networkx as nx
 
 from ..errors import FtslideError
-from ..sliding.topology import Link, Topology
+from ..sliding import core as sc
+from ..sliding.topology import Topology
 from .network import NetParams
 
 
@@ -56,30 +54,6 @@ class Congestion:
     collisions: int
     links_used: int
     time: float
-
-
-def stencil_messages(dims: Sequence[int], periodic: bool) -> list[tuple[int, int]]:
-    """(src, dst) rank pairs of one halo exchange on a row-major logical grid."""
-    strides = [1] * len(dims)
-    for d in range(len(dims) - 2, -1, -1):
-        strides[d] = strides[d + 1] * dims[d + 1]
-    total = strides[0] * dims[0]
-    out = []
-    for r in range(total):
-        rest = r
-        coords = []
-        for d in range(len(dims)):
-            coords.append(rest // strides[d])
-            rest %= strides[d]
-        for d, n in enumerate(dims):
-            for step in (-1, 1):
-                c = coords[d] + step
-                if not 0 <= c < n:
-                    if not (periodic and n >= 3):
-                        continue
-                    c %= n
-                out.append((r, r + (c - coords[d]) * strides[d]))
-    return out
 
 
 def collective_rounds(pattern: str, ranks: int) -> list[list[tuple[int, int]]]:
@@ -112,87 +86,44 @@ def collective_rounds(pattern: str, ranks: int) -> list[list[tuple[int, int]]]:
     return rounds
 
 
-@lru_cache(maxsize=8)
-def _graph(topology: Topology) -> nx.MultiDiGraph:
-    return topology.graph()
-
-
-@lru_cache(maxsize=8)
-def _routes(topology: Topology) -> dict[tuple[int, int], list[Link]]:
-    """Checked routes of a topology, shared by every placement evaluated on it."""
-    return {}
-
-
 def congestion(topology: Topology, rank_hosts: Sequence[int],
                rounds: Sequence[Sequence[tuple[int, int]]], nbytes: int,
-               net: NetParams, check_graph: bool = True) -> Congestion:
-    """Loads, hops and estimated time of message rounds between placed ranks.
-
-    ``rank_hosts[r]`` is the host of rank r; every route is checked against the
-    topology's graph (``check_graph``) so a routing bug cannot go unnoticed.
-    """
-    graph = _graph(topology) if check_graph else None
-    route_cache = _routes(topology) if check_graph else {}
+               net: NetParams) -> Congestion:
+    """Loads, hops and estimated time of message rounds between placed ranks
+    (``rank_hosts[r]`` is the host of rank r)."""
     total_time = 0.0
-    all_loads: Counter[Link] = Counter()
-    hops_max, hops_sum, messages, load_max = 0, 0, 0, 0
+    used = bytearray(topology.links)
+    hops_max, hops_sum, messages, load_max, collisions = 0, 0, 0, 0, 0
     for msgs in rounds:
-        loads: Counter[Link] = Counter()
-        routes = []
-        for src, dst in msgs:
-            a, b = rank_hosts[src], rank_hosts[dst]
-            route = route_cache.get((a, b))
-            if route is None:
-                route = topology.route(a, b)
-                if graph is not None:
-                    for link in route:
-                        if not graph.has_edge(*link):
-                            raise FtslideError(f"internal error: route {a}->{b} uses {link}, "
-                                               f"not a link of {topology}")
-                route_cache[(a, b)] = route
-            routes.append(route)
-            loads.update(route)
-            hops_max = max(hops_max, len(route))
-            hops_sum += len(route)
-            messages += 1
+        routed = topology.route_round([rank_hosts[s] for s, _ in msgs],
+                                      [rank_hosts[d] for _, d in msgs])
         slowest = 0.0
-        for route in routes:
-            if route:
-                worst = max(loads[link] / topology.capacity(link) for link in route)
-                t = len(route) * net.lat + nbytes * worst / net.bw
+        for hops, worst in zip(routed.hops, routed.worst):
+            if hops:
+                t = hops * net.lat + nbytes * worst / net.bw
             else:
                 t = nbytes / (net.bw * 20)  # loopback, as in the platform
             slowest = max(slowest, t)
         total_time += slowest
-        if loads:
-            load_max = max(load_max, max(loads.values()))
-        all_loads.update(loads)
-    # Collisions and links used are reported per round summed over rounds for
-    # collectives; for the one-round stencil they are simply the round's values.
-    collisions = sum(1 for v in all_loads.values() if v > 1) if len(rounds) == 1 else \
-        _round_collisions(topology, rank_hosts, rounds, route_cache)
+        load_max = max(load_max, routed.load_max)
+        hops_max = max(hops_max, routed.hops_max)
+        hops_sum += routed.hops_sum
+        messages += len(msgs)
+        collisions += routed.links_overloaded
+        for link, load in enumerate(routed.loads):
+            if load:
+                used[link] = 1
     return Congestion(messages, hops_max, hops_sum / messages if messages else 0.0, load_max,
-                      collisions, len(all_loads), total_time)
+                      collisions, sum(used), total_time)
 
 
-def _round_collisions(topology: Topology, rank_hosts: Sequence[int],
-                      rounds: Sequence[Sequence[tuple[int, int]]],
-                      routes: dict[tuple[int, int], list[Link]]) -> int:
-    total = 0
-    for msgs in rounds:
-        loads: Counter[Link] = Counter()
-        for src, dst in msgs:
-            loads.update(routes[(rank_hosts[src], rank_hosts[dst])])
-        total += sum(1 for v in loads.values() if v > 1)
-    return total
-
-
-def pattern_congestion(topology: Topology, rank_hosts: Sequence[int], pattern: str,
-                       stencil_dims: Sequence[int], periodic: bool, nbytes: int,
-                       net: NetParams) -> Congestion:
-    """The model for one of the kernels (``stencil``, ``barrier``, ``allreduce``)."""
+def pattern_congestion(layout: sc.Layout, rank_hosts: Sequence[int], pattern: str,
+                       nbytes: int, net: NetParams) -> Congestion:
+    """The model for one of the kernels (``stencil``, ``barrier``, ``allreduce``) with the
+    ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``."""
     if pattern == "stencil":
-        rounds = [stencil_messages(stencil_dims, periodic)]
+        src, dst = sc.stencil_messages(layout)
+        rounds = [list(zip(src, dst))]
     else:
         rounds = collective_rounds(pattern, len(rank_hosts))
-    return congestion(topology, rank_hosts, rounds, nbytes, net)
+    return congestion(layout.net, rank_hosts, rounds, nbytes, net)

@@ -127,7 +127,7 @@ def topology_for(spec: str, p: int) -> Topology:
     if kind in ("torus", "fattree", "fat-tree"):
         return auto_topology("torus" if kind == "torus" else "fattree", p)
     topo = parse_topology(spec)
-    if topo.kind == "mesh":
+    if topo.kind not in ("torus", "ring", "fattree", "star"):
         raise TopologyError(f"topology '{spec}': the protocol simulation supports torus and fattree")
     if topo.hosts < p:
         raise TopologyError(f"topology '{spec}' has {topo.hosts} hosts, fewer than P = {p}: "

@@ -58,6 +58,7 @@ class SweepConfig:
     timeout: float = 600.0
     simulate: bool = True
     use_cache: bool = True
+    route_order: str = ""
 
 
 @dataclass
@@ -105,7 +106,7 @@ def kernel_name(pattern: str, ndims: int) -> str:
 
 def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     """Check everything that can be checked before any work; one-line errors."""
-    topology = parse_topology(cfg.topology)
+    topology = parse_topology(cfg.topology, cfg.route_order)
     placement = make_placement(topology, cfg.grid, cfg.spares)
     if not cfg.methods:
         raise FtslideError("no method given: choose from " + ", ".join(sc.METHODS))
@@ -217,12 +218,12 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
         # The model is Python (serialised by the lock); smpirun runs in its own
         # process, so the models of some placements overlap others' simulations.
         with model_lock:
-            models[i] = {p: analytic.pattern_congestion(topology, placements[i], k, dims,
-                                                        periodic, sizes[k], cfg.net)
+            models[i] = {p: analytic.pattern_congestion(layout, placements[i], k, sizes[k],
+                                                        cfg.net)
                          for p, k in kernels.items()}
         if not cfg.simulate:
             return
-        run = KernelRun(plat, hostfile(topology, placements[i]), dims, periodic, args,
+        run = KernelRun(plat, hostfile(placements[i]), dims, periodic, args,
                         cfg.iters, cfg.net)
         try:
             sim[i] = run_kernels(run, timeout=cfg.timeout, use_cache=cfg.use_cache)
@@ -276,6 +277,8 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
 def _config_dict(cfg: SweepConfig, placement: Placement) -> dict[str, object]:
     d = asdict(cfg)
     d["net"] = asdict(cfg.net)
+    d["topology"] = str(placement.topology)
+    d["route_order"] = placement.topology.order
     d["grid"] = str(placement.layout.grid)
     d["ranks"] = placement.layout.ranks
     d["spare_nodes"] = placement.spare_nodes

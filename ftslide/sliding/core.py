@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from ..errors import FtslideError
 from ..build.native import native_library
+from ..errors import FtslideError
+from .topology import Topology, _CTopo, parse_topology
 
 METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink")
 DIM_NAMES = "xyz"
@@ -31,6 +32,7 @@ HOPS_HIST = 16
 OK, EINVAL, EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE = 0, 1, 2, 3, 4
 ESPARES_SYNTAX, ESPARES_DIM, ESPARES_COUNT, EMETHOD = 5, 6, 7, 8
 ENODE, EDUP, ENOSPARE, ELINE, EPLANE, ENOSURVIVOR, EWORKSPACE, EMAP = 9, 10, 11, 12, 13, 14, 15, 16
+ETOPO_SYNTAX, ETOPO_SIZE, EORDER, ETOPO_FIT = 17, 18, 19, 20
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
@@ -66,7 +68,7 @@ class _CSpares(ctypes.Structure):
 class _CLayout(ctypes.Structure):
     _fields_ = [("grid", _CGrid), ("spares", _CSpares), ("spare_count", ctypes.c_int32 * 3),
                 ("logical", ctypes.c_int32 * 3), ("stride", ctypes.c_int32 * 3),
-                ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32)]
+                ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32), ("net", _CTopo)]
 
 
 class _CMetrics(ctypes.Structure):
@@ -96,6 +98,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
     "slide_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
                                      _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
+    "slide_layout_place": (ctypes.c_int, [_P(_CLayout), _P(_CTopo)]),
+    "slide_stencil_messages": (ctypes.c_int64, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32),
+                                                _P(ctypes.c_int32), ctypes.c_int64]),
     "slide_struct_size": (ctypes.c_size_t, [ctypes.c_int]),
 }
 
@@ -193,13 +198,15 @@ def method_id(name: str) -> int:
 
 @dataclass(frozen=True)
 class Layout:
-    """A validated grid + spare layout (see slide_core.h for the numbering)."""
+    """A validated grid + spare layout (see slide_core.h for the numbering), and the
+    network ``net`` it runs on: node i of the grid runs on host i of ``net``."""
 
     grid: Grid
     spares: Spares
     logical: tuple[int, ...]
     nodes: int
     ranks: int
+    net: Topology
     _c: _CLayout = field(repr=False, compare=False)
 
     def coords(self, node: int) -> tuple[int, ...]:
@@ -227,7 +234,7 @@ class Layout:
         return bool(_lib().slide_is_spare(ctypes.byref(self._c), node))
 
     def hops(self, a: int, b: int) -> int:
-        """Hop distance between two nodes."""
+        """Hop distance between two nodes of the grid (the methods' notion of near)."""
         self._check_node(a)
         self._check_node(b)
         return int(_lib().slide_hops(ctypes.byref(self._c), a, b))
@@ -244,11 +251,18 @@ class Layout:
                              f"(node ids 0..{self.nodes - 1})", ENODE)
 
 
-def make_layout(grid: Grid | str, spares: Spares | str) -> Layout:
-    """Validate a grid and a spare layout.
+def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = None) -> Layout:
+    """Validate a grid and a spare layout, and lay the grid onto a network.
 
-    Grid and Spares objects go through their string form, so the C parser
-    checks them exactly as it checks strings.
+    Parameters
+    ----------
+    grid : the node grid, spares included (``torus:6x6x6``, ``mesh:4x4``, ...).
+    spares : the spare layout (``x:1``, ``x:1,y:1``, ``none``).
+    net : the network the nodes run on, node i on host i (``parse_topology``); None for
+        the grid itself, routed x first.
+
+    Grid and Spares objects go through their string form, so the C parser checks them
+    exactly as it checks strings. Raises SlideError (one line). Cost O(1).
     """
     if not isinstance(grid, (Grid, str)) or not isinstance(spares, (Spares, str)):
         raise SlideError("make_layout takes a Grid (or grid string) and Spares (or spare string)",
@@ -260,7 +274,24 @@ def make_layout(grid: Grid | str, spares: Spares | str) -> Layout:
     rc = _lib().slide_layout_init(ctypes.byref(c), ctypes.byref(cg), ctypes.byref(cs))
     if rc != OK:
         raise SlideError(f"spare layout '{s}' does not fit grid {g}: {strerror(rc)}", rc)
-    return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, c)
+    if net is None:
+        net = parse_topology(str(g))
+    elif _lib().slide_layout_place(ctypes.byref(c), ctypes.byref(net._c)) != OK:
+        raise SlideError(f"grid {g} has {c.nodes} nodes but topology {net} has only {net.hosts} "
+                         f"hosts: use a smaller grid or a larger topology", ETOPO_FIT)
+    return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
+
+
+def stencil_messages(layout: Layout, stencil_periodic: bool | None = None) -> tuple[list[int],
+                                                                                        list[int]]:
+    """(source ranks, destination ranks) of one halo exchange of the 5/7-point stencil:
+    every neighbour pair both ways (see slide_measure() in slide_core.h).
+    ``stencil_periodic`` None follows the grid. Cost O(ranks)."""
+    periodic = -1 if stencil_periodic is None else int(bool(stencil_periodic))
+    n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, None, None, 0)
+    src, dst = (ctypes.c_int32 * max(n, 1))(), (ctypes.c_int32 * max(n, 1))()
+    _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, src, dst, n)
+    return list(src[:n]), list(dst[:n])
 
 
 def _layout(layout: Layout | tuple[str, str]) -> Layout:

@@ -56,17 +56,22 @@
  * platform file gives SimGrid the dimensions in routing order, and a mesh of
  * size n >= 3 as a torus of 2n - 1 positions of which the first n are used,
  * so that SimGrid's torus routing is this routing exactly.
- * Fat-tree: up until the switch whose subtree holds the target, parent port
- * (target / prod over lower levels of parents * links) mod (parents * links)
- * (d-mod-k); down towards the target over parallel link number
- * source mod links. A route from a switch uses parallel link 0 downwards.
+ * Fat-tree (SimGrid 3.32's rules): up until the switch whose subtree holds
+ * the target, over parent port (target / product of the parents per node of
+ * the levels below) mod (parents * parallel links), the port numbering the
+ * parent's digit first (d-mod-k); down towards the target, walking child port
+ * numbers from (source mod parallel links) * children as SimGrid does (the
+ * walk goes on at the next port number one level down, see slide_topo.c). A
+ * route from a switch walks as from source 0.
  * Dragonfly: SimGrid's minimal routing, link for link as SimGrid lists it
  * (which, when the source chassis is not chassis 0, is not a connected path:
  * SimGrid continues from chassis 0 after a green hop within the target
  * group). Routes start at hosts only.
  * Every route of a torus, mesh or fat-tree is a connected path, and the rest
- * of a route after any of its vertices is the route from that vertex: so
- * next-hop forwarding tables (the emulated cluster) follow the same paths.
+ * of a route after any of its vertices is the route from that vertex (on a
+ * fat-tree with parallel links: through the same switches, the parallel link
+ * downwards depending on the source): so next-hop forwarding tables (the
+ * emulated cluster) follow the same paths.
  */
 #ifndef SLIDE_TOPO_H
 #define SLIDE_TOPO_H

@@ -183,7 +183,8 @@ static int parse_spec(const char *spec, slide_topo *out, const char **detail)
         if (n < 0) {
             *detail = colon ? "sizes must be 1 to 6 positive integers separated by 'x', "
                               "e.g. torus:12x12x12"
-                            : "missing kind: write kind:parameters, e.g. torus:12x12x12";
+                            : "missing kind or size: write kind:parameters, e.g. torus:12x12x12, "
+                              "ring:8, fattree:4";
             return SLIDE_ETOPO_SYNTAX;
         }
         t.ndims = n;
@@ -616,7 +617,7 @@ static void fattree_route(const slide_topo *t, int32_t from, int32_t b, route_ou
 {
     int level = ft_level_of(t, from);
     int64_t pos = from - t->level_first[level];
-    const int64_t cable_of = level == 0 ? pos : 0;
+    const int64_t source = level == 0 ? pos : 0; /* picks the parallel link downwards */
     int32_t label[SLIDE_TOPO_MAX_LEVELS], target[SLIDE_TOPO_MAX_LEVELS];
     ft_label(t, level, pos, label);
     ft_label(t, 0, b, target);
@@ -626,9 +627,9 @@ static void fattree_route(const slide_topo *t, int32_t from, int32_t b, route_ou
             above = label[i] == target[i];
         if (above)
             break;
-        int64_t d = b;
+        int64_t d = b; /* d-mod-k over the parents (SimGrid 3.32 divides by parents only) */
         for (int i = 0; i < level; i++)
-            d /= (int64_t)t->up[i] * t->count[i];
+            d /= t->up[i];
         const int64_t ports = (int64_t)t->up[level] * t->count[level];
         const int64_t port = d % ports;
         put(r, t->link_first[level] + (int32_t)((pos * ports + port) * 2));
@@ -636,14 +637,26 @@ static void fattree_route(const slide_topo *t, int32_t from, int32_t b, route_ou
         level++;
         pos = ft_position(t, level, label);
     }
-    while (level > 0) { /* down towards the target */
-        const int l = level - 1;
-        const int64_t ports = (int64_t)t->up[l] * t->count[l];
-        const int64_t port = label[l] + (cable_of % t->count[l]) * t->up[l];
-        label[l] = target[l];
-        level = l;
-        pos = ft_position(t, level, label);
-        put(r, t->link_first[l] + (int32_t)((pos * ports + port) * 2 + 1));
+    /* Down, walking the children's ports as SimGrid does: from the first port
+     * of parallel link (source mod links), the first port leading to the
+     * target's digit; after a step the walk goes on from the next port number
+     * at the level below, and starts again from a switch only when it ran out
+     * of ports. Child port i is digit i mod children over parallel link
+     * i div children. */
+    while (level > 0) {
+        int64_t i = (source % t->count[level - 1]) * t->down[level - 1];
+        while (level > 0 && i < (int64_t)t->down[level - 1] * t->count[level - 1]) {
+            const int l = level - 1;
+            if (i % t->down[l] == target[l]) {
+                const int64_t ports = (int64_t)t->up[l] * t->count[l];
+                const int64_t port = label[l] + (i / t->down[l]) * t->up[l];
+                label[l] = target[l];
+                level = l;
+                pos = ft_position(t, level, label);
+                put(r, t->link_first[l] + (int32_t)((pos * ports + port) * 2 + 1));
+            }
+            i++;
+        }
     }
 }
 
