@@ -22,6 +22,7 @@ import pytest
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.errors import FtslideError
 from ftslide.build.mpi import kill_processes
+from ftslide.sliding.topology import Topology, parse_topology
 from test_build import assert_one_line_error, ftslide
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
@@ -171,7 +172,7 @@ def test_mpi_job_on_a_torus(cluster, mpi_program):
     up(cluster, "--nodes", "4", "--topology", "torus:2x2", "--slots", "1")
     route = subprocess.run(["ip", "-n", f"{cluster}-n0", "route", "get", "198.18.0.4"], capture_output=True,
                            text=True, check=True).stdout
-    assert "via 198.18.0.2 dev l1" in route, route  # (0,0) -> (1,1) through (1,0)
+    assert "via 198.18.0.3 dev l2" in route, route  # (0,0) -> (1,1) through (1,0), host 2
     revoke = mpi_program("conformance/revoke.c")
     where = 'echo "where rank=$OMPI_COMM_WORLD_RANK ino=$(stat -L -c %i /proc/self/ns/net)"'
     result = ftslide("run", "--cluster", cluster, "-np", "4", "sh", "-c", f'{where}; exec "$0"', str(revoke),
@@ -183,10 +184,50 @@ def test_mpi_job_on_a_torus(cluster, mpi_program):
     assert seen == {k: os.stat(f"/run/netns/{cluster}-n{k}").st_ino for k in range(4)}, result.stdout
 
 
+def forwarding_paths(name: str, topo: Topology) -> dict[tuple[int, int], list[int]]:
+    """The vertices a packet from node a to node b passes through, read off every namespace's kernel
+    forwarding table (``ip route get``), for every ordered pair of nodes."""
+    hop: dict[tuple[int, int], int] = {}
+    for vertex in range(topo.vertices):
+        netns = f"{name}-n{vertex}" if vertex < topo.hosts else f"{name}-s{vertex - topo.hosts}"
+        targets = [t for t in range(topo.hosts) if t != vertex]
+        result = subprocess.run(["ip", "-n", netns, "-batch", "-"], capture_output=True, text=True, check=True,
+                                input="".join(f"route get {netcluster.address(t)}\n" for t in targets))
+        devices = re.findall(r"^198\.18\.\S+ (?:via \S+ )?dev l(\d+) ", result.stdout, re.M)
+        assert len(devices) == len(targets), result.stdout
+        hop.update({(vertex, t): int(d) for t, d in zip(targets, devices)})
+    paths = {}
+    for a in range(topo.hosts):
+        for b in range(topo.hosts):
+            if a != b:
+                path, at = [], a
+                while at != b and len(path) <= topo.route_max:
+                    at = hop[(at, b)]
+                    path.append(at)
+                paths[(a, b)] = path
+    return paths
+
+
+@pytest.mark.parametrize("spec,order", [("torus:3x3x2", ""), ("torus:4x2x2", "zyx"), ("mesh:3x3x2", ""),
+                                        ("fattree:4", ""), ("kary:2,3", "")])
+def test_forwarding_follows_the_model_routes(cluster, spec, order):
+    """Every node's packets to every other node cross exactly the vertices of the topology model's route
+    (the route of ftslide map and of SimGrid's platform): 3D tori in two routing orders, a mesh, fat-trees
+    with their switches as namespaces. A TCP transfer over a longest route works."""
+    up(cluster, "--topology", spec, *(["--route-order", order] if order else []))
+    topo = parse_topology(spec, order)
+    paths = forwarding_paths(cluster, topo)
+    for (a, b), path in paths.items():
+        assert path == [topo.link(n).head for n in topo.route(a, b)], (a, b)
+    a, b = max(paths, key=lambda pair: len(paths[pair]))
+    peer, nbytes, _ = transfer(cluster, server=b, client=a, size=200_000)
+    assert (peer, nbytes) == (str(netcluster.address(a)), 200_000)
+
+
 def test_failed_up_rolls_back(cluster, monkeypatch):
     """A failure after the namespaces and links exist (no launch agent template) removes all of them."""
     monkeypatch.setattr(netcluster, "AGENT_TEMPLATE", Path("/nonexistent/agent.sh.in"))
-    for topology in ("star", "ring", "torus:2x2"):
+    for topology in ("star", "ring", "torus:2x2", "star:4", "kary:2,2"):
         with pytest.raises(FtslideError, match="rolled back.*agent template"):
             netcluster.up(cluster, 4, topology)
         assert not our_namespaces(cluster) and not netcluster.state_path(cluster).exists()
@@ -287,7 +328,13 @@ def test_bad_inputs_are_one_line_errors(cluster):
                          (["--nodes", "3", "--topology", "torus:2x2"], "has 4 nodes, not 3"),
                          (["--nodes", "4", "--topology", "torus:2x"], "not valid"),
                          (["--nodes", "4", "--topology", "torus:0x4"], "not valid"),
-                         (["--nodes", "2", "--topology", "mesh"], "unknown topology"),
+                         (["--nodes", "2", "--topology", "mesh"], "not valid"),
+                         (["--topology", "ring"], "give the node count"),
+                         (["--topology", "dragonfly:3,1;2,1;3,1;2"], "not dragonfly"),
+                         (["--topology", "fattree:2;4,4;1,2;1,2"], "parallel links"),
+                         (["--topology", "torus:11x10x10"], "needs 1100 namespaces"),
+                         (["--topology", "torus:2x2", "--route-order", "zy"], "bad routing order"),
+                         (["--nodes", "2", "--delay", "soon"], "not valid"),
                          (["--nodes", "2", "--rate", "fast"], "not valid"),
                          (["--nodes", "2", "--slots", "0"], "--slots")]:
         assert_one_line_error(ftslide("cluster", "up", "--name", cluster, *args), phrase)

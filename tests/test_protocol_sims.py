@@ -169,7 +169,7 @@ def test_check_cli_binary_tree_passes_and_is_named() -> None:
     (["simulate", "--p", "64", "--failures", "x..3"], "bad failure counts"),
     (["simulate", "--p", "64", "--topology", "torus:0x4"], "bad topology"),
     (["simulate", "--p", "64", "--topology", "torus:2x2"], "fewer than P"),
-    (["simulate", "--p", "64", "--topology", "ring:8"], "unknown kind"),
+    (["simulate", "--p", "64", "--topology", "hypercube:8"], "use torus:"),
     (["simulate", "--p", "64", "--detect", "soon"], "bad detection delay"),
     (["simulate", "--p", "8", "--failures", "0..8"], "at least one must survive"),
     (["check", "--p", "zz", "--proto", "bmg"], "--p"),

@@ -6,6 +6,7 @@ import argparse
 
 from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
+from ..sliding.topology import GRAMMAR
 from ..ui.table import print_table
 
 NAME = "cluster"
@@ -20,15 +21,25 @@ def _name(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
-    up = sub.add_parser("up", help="create N nodes (namespaces <name>-n0..), links, hostfile, launch agent",
-                        description="create an emulated cluster: N network namespaces joined as a star (bridge), "
-                        "ring or torus, node K at 198.18.0.0+K+1, a hostfile and a launch agent for mpirun")
+    up = sub.add_parser("up", help="create the nodes (namespaces <name>-n0..), switches, links, hostfile, "
+                        "launch agent",
+                        description="create an emulated cluster: one network namespace per node (node K at "
+                        "198.18.0.0+K+1) and per switch, joined as the topology says and routed exactly as the "
+                        "topology model routes (the routes of ftslide map and simulate), a hostfile and a launch "
+                        "agent for mpirun")
     _name(up)
-    up.add_argument("--nodes", type=int, required=True, metavar="N", help="number of nodes (1..1000)")
+    up.add_argument("--nodes", type=int, metavar="N",
+                    help="number of nodes (1..1000); needed with a bare star or ring, else it must match the topology")
     up.add_argument("--topology", default="star", metavar="SPEC",
-                    help="link layout: star (one bridge, the default), ring, or torus:AxB (A*B nodes, node x+A*y; routed along shortest paths)")
+                    help=f"the network: star (one bridge, the default), ring, or a spec: {GRAMMAR} (no "
+                    "dragonfly, no parallel fat-tree links); node K is host K of the topology (row-major, last "
+                    "dimension fastest)")
+    up.add_argument("--route-order", default="", metavar="ORDER",
+                    help="dimension order of torus/mesh routing, a permutation such as xyz (the default) or zyx")
     up.add_argument("--rate", metavar="RATE", help="rate limit of every link in each direction, a tc rate "
                     "such as 1gbit or 100mbit (tbf); default none")
+    up.add_argument("--delay", metavar="DELAY", help="delay of every link in each direction, a tc time such "
+                    "as 1ms or 200us (netem); default none")
     up.add_argument("--slots", type=int, default=2, metavar="S", help="slots per node in the hostfile (default 2)")
     down = sub.add_parser("down", help="remove every namespace, link and file of a cluster, also after a crash")
     _name(down)
@@ -41,9 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "up":
-        cluster = netcluster.up(args.name, args.nodes, args.topology, args.rate, args.slots)
+        cluster = netcluster.up(args.name, args.nodes, args.topology, args.rate, args.slots, args.delay,
+                                args.route_order)
         rate = f", links limited to {cluster.rate}" if cluster.rate else ""
-        print(f"cluster {cluster.name}: {cluster.nodes} node(s), {cluster.topology}{rate}, "
+        delay = f", {cluster.delay} per link" if cluster.delay else ""
+        switches = len(cluster.namespaces) - cluster.nodes
+        print(f"cluster {cluster.name}: {cluster.nodes} node(s) and {switches} switch(es), "
+              f"{cluster.topology}{rate}{delay}, "
               f"{netcluster.address(0)}..{netcluster.address(cluster.nodes - 1)}")
         print(f"hostfile {cluster.hostfile}")
         print(f"run a job: ftslide run --cluster {cluster.name} -np {cluster.nodes * cluster.slots} PROGRAM")

@@ -1,17 +1,24 @@
 """An emulated multi-node cluster on one Linux machine: one network namespace per node.
 
-Node K lives in namespace ``<name>-nK`` and has address 198.18.0.0 + K + 1 on its
-``eth0``. Two kinds of layout:
+The layout is a topology of the one grammar (``ftslide.sliding.topology``): node K is
+host K of the topology, lives in namespace ``<name>-nK`` and has address
+198.18.0.0 + K + 1 on its ``eth0``. Two ways to build it:
 
-* ``star``: a hub namespace ``<name>-hub`` holds a Linux bridge; every node's
-  ``eth0`` is a veth whose peer ``nK`` is a bridge port. One subnet, no routing.
-* ``ring`` and ``torus:AxB``: one veth pair per edge of the graph (``lJ`` in node I
-  is the link to node J), ``eth0`` is a node-local veth holding the node's address
-  (no prefix route), and every node forwards and has a static route to every other node
-  along a shortest path of the graph (NetworkX, deterministic).
+* ``star:N`` (or ``star`` with ``--nodes N``): a hub namespace ``<name>-hub`` holds a
+  Linux bridge, the star's one switch; every node's ``eth0`` is a veth whose peer
+  ``nK`` is a bridge port. One subnet, no routing.
+* every other topology (``ring:N``, ``torus:AxB[xC]``, ``mesh:AxB[xC]``, ``fattree:K``,
+  ``fattree:...`` and ``kary:K,N`` without parallel links): switch J is namespace
+  ``<name>-sJ`` (vertex hosts + J, address 198.18.0.0 + vertex + 1); one veth pair per
+  pair of neighbouring vertices (``lJ`` in vertex I is the link to vertex J); ``eth0``
+  is a vertex-local veth holding its address (no prefix route); and every vertex
+  forwards, with a static route to every node along the topology model's route from
+  that vertex (``Topology.route_from``: dimension order in the routing order on a
+  torus or mesh, up/down d-mod-k on a fat-tree), so that every packet crosses exactly
+  the links SimGrid and the mapping metrics route it over.
 
 No address, route, sysctl or interface of the host's namespace is touched. An
-optional rate limit puts a tbf qdisc on both ends of every link.
+optional rate limit (tbf) and delay (netem) apply to both ends of every link.
 
 Every creation step is recorded in the state file
 ``cache_root()/cluster/<name>.json`` *before* it is done, so ``down`` removes what
@@ -37,20 +44,17 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from ..errors import FtslideError
-from ..build.native import REPO
 from ..build.mpi import MULTINODE_ULFM_OPTIONS
+from ..build.native import REPO
 from ..build.ompi import cache_root
-
-if TYPE_CHECKING:
-    import networkx as nx
+from ..errors import FtslideError
+from ..sliding.topology import Topology, TopologyError, parse_topology
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
-MAX_NODES = 1000
+MAX_NODES = 1000        # namespaces of one cluster, switches included
 DEFAULT_NAME = "ftc"
-TOPOLOGIES = ("star", "ring", "torus")
 AGENT_TEMPLATE = REPO / "jobmgr-adapters" / "netcluster" / "agent.sh.in"
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$")
@@ -64,9 +68,11 @@ class Cluster:
 
     name: str
     nodes: int
-    topology: str = "star"  # star, ring or torus:AxB
+    topology: str = "star"  # a spec of the topology grammar; "star" alone is star:<nodes>
     rate: str | None = None
     slots: int = 2
+    delay: str | None = None
+    route_order: str = ""
     namespaces: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     complete: bool = False
@@ -77,6 +83,10 @@ class Cluster:
 
     def namespace(self, node: int) -> str:
         return f"{self.name}-n{node}"
+
+    def vertex_namespace(self, vertex: int) -> str:
+        """Namespace of a vertex of the topology: node (host) or switch."""
+        return self.namespace(vertex) if vertex < self.nodes else f"{self.name}-s{vertex - self.nodes}"
 
     @property
     def directory(self) -> Path:
@@ -99,9 +109,9 @@ def state_path(name: str) -> Path:
     return cluster_dir() / f"{name}.json"
 
 
-def address(node: int) -> ipaddress.IPv4Address:
-    """Node K's address: 198.18.0.0 + K + 1."""
-    return SUBNET.network_address + node + 1
+def address(vertex: int) -> ipaddress.IPv4Address:
+    """Node (or switch vertex) K's address: 198.18.0.0 + K + 1."""
+    return SUBNET.network_address + vertex + 1
 
 
 def check_name(name: str) -> str:
@@ -111,47 +121,50 @@ def check_name(name: str) -> str:
     return name
 
 
-def parse_topology(spec: str) -> tuple[str, tuple[int, ...]]:
-    """``star``, ``ring`` or ``torus:AxB`` as (kind, dimensions); FtslideError otherwise."""
-    kind, _, dims = spec.partition(":")
-    if kind in ("star", "ring") and not dims:
-        return kind, ()
-    if kind == "torus":
-        match = re.fullmatch(r"([1-9]\d*)x([1-9]\d*)", dims)
-        if match:
-            return kind, (int(match[1]), int(match[2]))
-        raise FtslideError(f"topology {spec!r} is not valid: give the torus as torus:AxB, e.g. torus:2x3")
-    raise FtslideError(f"unknown topology {spec!r}: use star, ring or torus:AxB")
+def cluster_topology(spec: str, nodes: int | None = None, order: str = "") -> Topology:
+    """The topology of a cluster: a spec of the one grammar; ``star`` and ``ring`` alone take
+    their size from ``nodes``. FtslideError (one line) if malformed or not buildable here."""
+    spec = spec.strip()
+    if spec in ("star", "ring"):
+        if nodes is None:
+            raise FtslideError(f"give the node count of the {spec}: --nodes N, or --topology {spec}:N")
+        spec = f"{spec}:{nodes}"
+    try:
+        topo = parse_topology(spec, order)
+    except TopologyError as exc:
+        if str(exc).startswith("bad topology"):
+            raise FtslideError(f"topology {spec!r} is not valid: {str(exc).split(': ', 1)[-1]}") from None
+        raise
+    if nodes is not None and nodes != topo.hosts:
+        raise FtslideError(f"a {topo} has {topo.hosts} nodes, not {nodes}: give --nodes {topo.hosts} "
+                           f"or leave --nodes out")
+    if topo.kind == "dragonfly":
+        raise FtslideError(f"the emulated cluster builds star, ring, torus, mesh and fat-tree topologies, "
+                           f"not {topo.kind}")
+    if topo.kind == "fattree" and any(n > 1 for n in topo._c.count[: topo._c.levels]):
+        raise FtslideError(f"{topo} has parallel links between switches, which routes by destination "
+                           f"cannot follow: use one link per pair (fattree:K, kary:K,N)")
+    if not 1 <= topo.vertices <= MAX_NODES:
+        raise FtslideError(f"{topo} needs {topo.vertices} namespaces (nodes and switches); the emulated "
+                           f"cluster has 1 to {MAX_NODES}")
+    return topo
 
 
-def topology_graph(kind: str, dims: tuple[int, ...], nodes: int) -> "nx.Graph | None":
-    """The link graph over node numbers 0..nodes-1 (None for a star); torus node (x, y) is x + A*y."""
-    import networkx as nx
-
-    if kind == "star":
-        return None
-    if kind == "ring":
-        graph = nx.cycle_graph(nodes) if nodes >= 3 else nx.path_graph(nodes)
-    else:
-        a, b = dims
-        if a * b != nodes:
-            raise FtslideError(f"a torus:{a}x{b} has {a * b} nodes, not {nodes}: give --nodes {a * b}")
-        grid = nx.grid_2d_graph(a, b, periodic=True)
-        graph = nx.relabel_nodes(grid, {(x, y): x + a * y for x, y in grid.nodes})
-    graph.add_nodes_from(range(nodes))
-    graph.remove_edges_from(list(nx.selfloop_edges(graph)))
-    return graph
+def neighbour_pairs(topo: Topology) -> list[tuple[int, int]]:
+    """Pairs of neighbouring vertices (lower first), one veth pair each, in order."""
+    return sorted({(min(link.tail, link.head), max(link.tail, link.head)) for link in topo.all_links()})
 
 
-def next_hops(graph: "nx.Graph", source: int) -> dict[int, int]:
-    """For every other node, the neighbour of ``source`` on a shortest path to it (lowest-numbered paths)."""
-    import networkx as nx
-
-    ordered = nx.Graph()
-    ordered.add_nodes_from(sorted(graph.nodes))
-    ordered.add_edges_from(sorted(tuple(sorted(e)) for e in graph.edges))
-    paths = nx.single_source_shortest_path(ordered, source)
-    return {target: path[1] for target, path in sorted(paths.items()) if target != source}
+def next_hops(topo: Topology, vertex: int) -> dict[int, int]:
+    """For every node (host) other than ``vertex``, the neighbour its route leaves through."""
+    hops = {}
+    for host in range(topo.hosts):
+        if host != vertex:
+            first = topo.route_from(vertex, host)[0]
+            link = topo.link(first)
+            assert link is not None
+            hops[host] = link.head
+    return hops
 
 
 def rate_bits(rate: str) -> float:
@@ -162,10 +175,30 @@ def rate_bits(rate: str) -> float:
     return float(match[1]) * _RATE_BITS[match[2]]
 
 
-def tbf_arguments(rate: str) -> list[str]:
-    """``tc qdisc`` tbf arguments: bucket of 10 ms at the rate (at least 16 KiB), queue of 50 ms."""
-    burst = max(int(rate_bits(rate) / 8 / 100), 16384)
-    return ["tbf", "rate", rate, "burst", str(burst), "latency", "50ms"]
+_DELAY = re.compile(r"^(\d+(?:\.\d+)?)(s|ms|us)$")
+
+
+def delay_seconds(delay: str) -> float:
+    """A tc delay such as 1ms or 200us in seconds; FtslideError if malformed."""
+    match = _DELAY.match(delay.strip().lower())
+    if not match:
+        raise FtslideError(f"delay {delay!r} is not valid: give a tc delay such as 1ms or 200us")
+    return float(match[1]) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[match[2]]
+
+
+def qdisc_arguments(rate: str | None, delay: str | None) -> list[list[str]]:
+    """``tc qdisc add dev X`` arguments for one end of a link: a tbf rate limit (bucket of 10 ms at
+    the rate, at least 16 KiB, queue of 50 ms) and a netem delay, the rate limit under the delay."""
+    out: list[list[str]] = []
+    parent = ["root"]
+    if delay is not None:
+        delay_seconds(delay)
+        out.append(["root", "handle", "1:", "netem", "delay", delay.strip().lower(), "limit", "100000"])
+        parent = ["parent", "1:1", "handle", "10:"]
+    if rate is not None:
+        burst = max(int(rate_bits(rate) / 8 / 100), 16384)
+        out.append([*parent, "tbf", "rate", rate, "burst", str(burst), "latency", "50ms"])
+    return out
 
 
 # ---- shell helpers ---------------------------------------------------------------
@@ -190,6 +223,22 @@ def _cmd(cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[
 def existing_namespaces() -> set[str]:
     out = _cmd(["ip", "netns", "list"]).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _require_netem(name: str) -> None:
+    """FtslideError unless this kernel has the netem qdisc (tried on the loopback of a namespace made
+    for the purpose and removed at once)."""
+    probe = f"{name}-probe"
+    if _ip("netns", "add", probe, check=False).returncode != 0:
+        raise FtslideError(f"network namespace {probe} could not be created to check for netem")
+    try:
+        tried = _cmd(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                      "delay", "1ms"], check=False)
+    finally:
+        _ip("netns", "del", probe, check=False)
+    if tried.returncode != 0:
+        raise FtslideError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so --delay cannot be "
+                           "applied: leave it out (links keep the namespaces' own latency)")
 
 
 def _require_root() -> None:
@@ -237,32 +286,36 @@ def clusters() -> list[Cluster]:
 # ---- up / down -------------------------------------------------------------------
 
 
-def up(name: str, nodes: int, topology: str = "star", rate: str | None = None, slots: int = 2) -> Cluster:
+def up(name: str, nodes: int | None = None, topology: str = "star", rate: str | None = None,
+       slots: int = 2, delay: str | None = None, route_order: str = "") -> Cluster:
     """Create the cluster; on any failure remove what was created and raise FtslideError."""
     check_name(name)
-    kind, dims = parse_topology(topology)
-    if not 1 <= nodes <= MAX_NODES:
+    if nodes is not None and not 1 <= nodes <= MAX_NODES:
         raise FtslideError(f"--nodes must be between 1 and {MAX_NODES}, not {nodes}")
-    graph = topology_graph(kind, dims, nodes)
+    topo = cluster_topology(topology, nodes, route_order)
     if slots < 1:
         raise FtslideError(f"--slots must be at least 1, not {slots}")
-    tbf = tbf_arguments(rate) if rate else None
+    shaping = qdisc_arguments(rate, delay)
     _require_root()
+    if delay is not None:
+        _require_netem(name)
     if state_path(name).exists():
         raise FtslideError(f"cluster {name!r} already exists: 'ftslide cluster down --name {name}' first, "
                            "or pick another --name")
-    cluster = Cluster(name=name, nodes=nodes, topology=topology if kind != "star" else "star", rate=rate,
-                      slots=slots)
-    wanted = [*([cluster.hub] if graph is None else []), *(cluster.namespace(k) for k in range(nodes))]
+    star = topo.kind == "star"
+    cluster = Cluster(name=name, nodes=topo.hosts, topology=str(topo), rate=rate, slots=slots, delay=delay,
+                      route_order=topo.order)
+    wanted = [*([cluster.hub] if star else []),
+              *(cluster.vertex_namespace(v) for v in range(topo.hosts if star else topo.vertices))]
     taken = sorted(set(wanted) & existing_namespaces())
     if taken:
         raise FtslideError(f"network namespace {taken[0]} already exists: pick another --name, or remove it "
                            f"with 'ip netns del {taken[0]}' if it is left over")
     try:
-        if graph is None:
-            _build_star(cluster, tbf)
+        if star:
+            _build_star(cluster, shaping)
         else:
-            _build_routed(cluster, graph, tbf)
+            _build_routed(cluster, topo, shaping)
         _write_files(cluster)
         cluster.complete = True
         save(cluster)
@@ -287,7 +340,13 @@ def _add_namespace(cluster: Cluster, netns: str) -> None:
     _ip("link", "set", "lo", "up", netns=netns)
 
 
-def _build_star(cluster: Cluster, tbf: list[str] | None) -> None:
+def _shape(netns: str, dev: str, shaping: list[list[str]]) -> None:
+    """Put the link's qdiscs (``qdisc_arguments``) on device ``dev`` of ``netns``."""
+    for args in shaping:
+        _cmd(["ip", "netns", "exec", netns, "tc", "qdisc", "add", "dev", dev, *args])
+
+
+def _build_star(cluster: Cluster, shaping: list[list[str]]) -> None:
     save(cluster)
     _add_namespace(cluster, cluster.hub)
     _ip("link", "add", "br0", "type", "bridge", netns=cluster.hub)
@@ -303,49 +362,49 @@ def _build_star(cluster: Cluster, tbf: list[str] | None) -> None:
         _ip("link", "set", port, "up", netns=cluster.hub)
         _ip("addr", "add", f"{address(k)}/{prefix}", "dev", "eth0", netns=netns)
         _ip("link", "set", "eth0", "up", netns=netns)
-        if tbf:
-            _cmd(["ip", "netns", "exec", netns, "tc", "qdisc", "add", "dev", "eth0", "root", *tbf])
-            _cmd(["ip", "netns", "exec", cluster.hub, "tc", "qdisc", "add", "dev", port, "root", *tbf])
+        _shape(netns, "eth0", shaping)
+        _shape(cluster.hub, port, shaping)
 
 
-def _build_routed(cluster: Cluster, graph: "nx.Graph", tbf: list[str] | None) -> None:
-    """Point-to-point veths along the graph's edges, /32 node addresses, shortest-path static routes."""
+def _build_routed(cluster: Cluster, topo: Topology, shaping: list[list[str]]) -> None:
+    """Point-to-point veths between neighbouring vertices, /32 addresses, and in every vertex a static
+    route to every node along the topology model's route from that vertex."""
     save(cluster)
-    for k in range(cluster.nodes):
-        netns = cluster.namespace(k)
+    for v in range(topo.vertices):
+        netns = cluster.vertex_namespace(v)
         _add_namespace(cluster, netns)
         # Forwarding and loose reverse-path checks inside this namespace only.
         _cmd(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1",
               "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"])
-        # The node's address sits on eth0, one end of a veth pair local to the node (a stand-in for a
+        # The vertex's address sits on eth0, one end of a veth pair local to it (a stand-in for a
         # dummy interface, whose kernel module containers often lack), so that it is up with a carrier.
         # eth0 is made second so that it gets the first index after lo: with the address on a later
         # interface PRRTE warns that no interface matches oob_tcp_if_include (though it finds it).
         _ip("link", "add", "eth0p", "type", "veth", "peer", "name", "eth0", netns=netns)
         # The /15 mask without its prefix route: the /32 routes below decide every path, and an
-        # address that is no node's is unreachable instead of bouncing between eth0 and eth0p.
-        _ip("addr", "add", f"{address(k)}/{SUBNET.prefixlen}", "dev", "eth0", "noprefixroute", netns=netns)
+        # address that is no vertex's is unreachable instead of bouncing between eth0 and eth0p.
+        _ip("addr", "add", f"{address(v)}/{SUBNET.prefixlen}", "dev", "eth0", "noprefixroute", netns=netns)
         _ip("link", "set", "eth0p", "up", netns=netns)
         _ip("link", "set", "eth0", "up", netns=netns)
-    for i, j in sorted(tuple(sorted(e)) for e in graph.edges):
-        _ip("link", "add", f"l{j}", "type", "veth", "peer", "name", f"l{i}", "netns", cluster.namespace(j),
-            netns=cluster.namespace(i))
+    neighbours: dict[int, list[int]] = {v: [] for v in range(topo.vertices)}
+    for i, j in neighbour_pairs(topo):
+        _ip("link", "add", f"l{j}", "type", "veth", "peer", "name", f"l{i}", "netns",
+            cluster.vertex_namespace(j), netns=cluster.vertex_namespace(i))
         for here, there in ((i, j), (j, i)):
-            _ip("link", "set", f"l{there}", "up", netns=cluster.namespace(here))
-            if tbf:
-                _cmd(["ip", "netns", "exec", cluster.namespace(here), "tc", "qdisc", "add", "dev", f"l{there}",
-                      "root", *tbf])
-    for k in range(cluster.nodes):
-        hops = next_hops(graph, k)
+            _ip("link", "set", f"l{there}", "up", netns=cluster.vertex_namespace(here))
+            _shape(cluster.vertex_namespace(here), f"l{there}", shaping)
+            neighbours[here].append(there)
+    for v in range(topo.vertices):
         # Neighbours first: the route to a neighbour is what makes it usable as a gateway.
-        lines = [f"route add {address(t)}/32 dev l{t} src {address(k)}" for t, h in hops.items() if t == h]
-        lines += [f"route add {address(t)}/32 via {address(h)} dev l{h} src {address(k)}"
-                  for t, h in hops.items() if t != h]
+        lines = [f"route add {address(u)}/32 dev l{u} src {address(v)}" for u in neighbours[v]]
+        lines += [f"route add {address(t)}/32 via {address(h)} dev l{h} src {address(v)}"
+                  for t, h in next_hops(topo, v).items() if t not in neighbours[v]]
         if lines:
-            result = subprocess.run(["ip", "-n", cluster.namespace(k), "-batch", "-"], input="\n".join(lines) + "\n",
-                                    capture_output=True, text=True, timeout=60)
+            result = subprocess.run(["ip", "-n", cluster.vertex_namespace(v), "-batch", "-"],
+                                    input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
             if result.returncode != 0:
-                raise FtslideError(f"routes of node {k} could not be added: {result.stderr.strip()[:200]}")
+                raise FtslideError(f"routes of {cluster.vertex_namespace(v)} could not be added: "
+                                   f"{result.stderr.strip()[:200]}")
 
 
 def _write_files(cluster: Cluster) -> None:
