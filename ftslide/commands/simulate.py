@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated substitution methods (default %(default)s)")
     parser.add_argument("--failures", default="0..8", help="failure counts: 0..8 or 0,2,4")
     parser.add_argument("--patterns", default="stencil7,barrier,allreduce",
-                        help="comma-separated kernels: stencil7 (stencil5 in 2D), barrier, "
+                        help="comma-separated kernels: stencil7 (stencil5 in 2D; every halo at "
+                             "once), stencil7-phased (x halos, then y, then z), barrier, "
                              "allreduce (default %(default)s)")
     parser.add_argument("--trials", type=int, default=5,
                         help="random failure draws per point (default %(default)s)")

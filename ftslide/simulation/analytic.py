@@ -19,6 +19,8 @@ Patterns (messages per round):
 * ``stencil`` -- one round: each rank sends one message to each logical
   neighbour (5-point in 2D, 7-point in 3D; wrap-around when periodic, for
   dimensions of size >= 3), the sliding core's own stencil (``stencil_messages``);
+* ``phased`` -- the same messages in one round per logical dimension, x first
+  (the exchange many stencil codes do: x halos, then y, then z);
 * ``barrier`` -- dissemination rounds, rank r to r + 2^k (mod n), 0 bytes: the
   message pattern of SMPI's ``ompi_bruck`` barrier, which the simulations select;
 * ``allreduce`` -- the message pattern of SMPI's ``rdb`` allreduce, which the
@@ -119,11 +121,13 @@ def congestion(topology: Topology, rank_hosts: Sequence[int],
 
 def pattern_congestion(layout: sc.Layout, rank_hosts: Sequence[int], pattern: str,
                        nbytes: int, net: NetParams) -> Congestion:
-    """The model for one of the kernels (``stencil``, ``barrier``, ``allreduce``) with the
+    """The model for one of the kernels (``stencil``, ``phased``, ``barrier``, ``allreduce``) with the
     ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``."""
     if pattern == "stencil":
         src, dst = sc.stencil_messages(layout)
         rounds = [list(zip(src, dst))]
+    elif pattern == "phased":
+        rounds = [list(zip(*sc.stencil_messages(layout, dim=d))) for d in range(len(layout.logical))]
     else:
         rounds = collective_rounds(pattern, len(rank_hosts))
     return congestion(layout.net, rank_hosts, rounds, nbytes, net)

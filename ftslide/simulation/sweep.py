@@ -37,7 +37,6 @@ from .placement import Placement, make_placement
 from .platform import hostfile, platform_xml
 from .smpi import KernelRun, kill_running, run_kernels
 
-PATTERNS = ("stencil7", "stencil5", "stencil", "barrier", "allreduce")
 
 
 @dataclass(frozen=True)
@@ -92,16 +91,21 @@ def parse_failures(text: str) -> tuple[int, ...]:
 
 
 def kernel_name(pattern: str, ndims: int) -> str:
-    """User pattern -> SMPI kernel name; FtslideError for unknown or mismatched ones."""
-    if pattern in ("stencil7", "stencil5", "stencil"):
+    """User pattern -> SMPI kernel name; FtslideError for unknown or mismatched ones.
+
+    stencil7 / stencil5 (3D / 2D, or just stencil): the halo exchange with every neighbour at
+    once; stencil7-phased / stencil5-phased (stencil-phased): one dimension after the other."""
+    base, _, phase = pattern.partition("-")
+    if base in ("stencil7", "stencil5", "stencil") and phase in ("", "phased"):
         want = "stencil7" if ndims == 3 else "stencil5"
-        if pattern != "stencil" and pattern != want:
-            raise FtslideError(f"pattern {pattern} does not fit a {ndims}D grid: use {want}")
-        return "stencil"
+        if base != "stencil" and base != want:
+            raise FtslideError(f"pattern {pattern} does not fit a {ndims}D grid: use "
+                               f"{want}{'-' if phase else ''}{phase}")
+        return "phased" if phase else "stencil"
     if pattern in ("barrier", "allreduce"):
         return pattern
     raise FtslideError(f"unknown pattern '{pattern}': choose stencil7 (3D) or stencil5 (2D), "
-                       f"barrier, allreduce")
+                       f"stencil7-phased, barrier, allreduce")
 
 
 def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
@@ -204,7 +208,8 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
             unique[tr.hosts] = len(unique)
     placements = list(unique)
 
-    sizes = {"stencil": cfg.halo_bytes, "barrier": 0, "allreduce": cfg.allreduce_bytes}
+    sizes = {"stencil": cfg.halo_bytes, "phased": cfg.halo_bytes, "barrier": 0,
+             "allreduce": cfg.allreduce_bytes}
     periodic = placement.stencil_periodic
     dims = placement.stencil_dims()
     plat = platform_xml(topology, cfg.net)

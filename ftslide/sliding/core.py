@@ -99,8 +99,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
                                      _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
     "slide_layout_place": (ctypes.c_int, [_P(_CLayout), _P(_CTopo)]),
-    "slide_stencil_messages": (ctypes.c_int64, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32),
-                                                _P(ctypes.c_int32), ctypes.c_int64]),
+    "slide_stencil_messages": (ctypes.c_int64, [_P(_CLayout), ctypes.c_int, ctypes.c_int,
+                                                _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                                ctypes.c_int64]),
     "slide_struct_size": (ctypes.c_size_t, [ctypes.c_int]),
 }
 
@@ -282,15 +283,19 @@ def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = N
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
-def stencil_messages(layout: Layout, stencil_periodic: bool | None = None) -> tuple[list[int],
-                                                                                        list[int]]:
+def stencil_messages(layout: Layout, stencil_periodic: bool | None = None,
+                     dim: int | None = None) -> tuple[list[int], list[int]]:
     """(source ranks, destination ranks) of one halo exchange of the 5/7-point stencil:
-    every neighbour pair both ways (see slide_measure() in slide_core.h).
-    ``stencil_periodic`` None follows the grid. Cost O(ranks)."""
+    every neighbour pair both ways (see slide_measure() in slide_core.h), or only those
+    along logical dimension ``dim`` (0 = x). ``stencil_periodic`` None follows the grid.
+    Cost O(ranks)."""
     periodic = -1 if stencil_periodic is None else int(bool(stencil_periodic))
-    n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, None, None, 0)
+    d = -1 if dim is None else dim
+    n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, None, None, 0)
+    if n < 0:
+        raise SlideError(f"dimension {dim} is not one of grid {layout.grid}", EINVAL)
     src, dst = (ctypes.c_int32 * max(n, 1))(), (ctypes.c_int32 * max(n, 1))()
-    _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, src, dst, n)
+    _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, src, dst, n)
     return list(src[:n]), list(dst[:n])
 
 

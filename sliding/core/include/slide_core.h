@@ -323,11 +323,13 @@ int slide_map(const slide_layout *lay, int method, const int32_t *failed,
 size_t slide_measure_workspace_bytes(const slide_layout *lay);
 
 /* The stencil's messages, as (source rank, destination rank) pairs: every
- * neighbour pair (see slide_measure()) both ways, in rank order. Writes at
- * most `cap` pairs into src[], dst[] (either may be NULL with cap 0) and
- * returns how many there are; -1 for NULL lay or stencil_periodic not in
- * -1..1. Cost O(ranks). */
-int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic,
+ * neighbour pair (see slide_measure()) both ways, in rank order; only the
+ * pairs along logical dimension `dim` (0 = x) unless dim is -1 (a phased
+ * exchange sends one dimension at a time). Writes at most `cap` pairs into
+ * src[], dst[] (either may be NULL with cap 0) and returns how many there
+ * are; -1 for NULL lay, stencil_periodic not in -1..1 or dim not in
+ * -1..ndims-1. Cost O(ranks). */
+int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, int dim,
                                int32_t *src, int32_t *dst, int64_t cap);
 
 /* slide_measure: metrics of a rank-to-node map.

@@ -10,10 +10,11 @@ static int64_t stencil_capacity(const slide_layout *lay)
     return 2 * (int64_t)lay->grid.ndims * lay->ranks;
 }
 
-int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, int32_t *src,
-                               int32_t *dst, int64_t cap)
+int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, int dim,
+                               int32_t *src, int32_t *dst, int64_t cap)
 {
-    if (lay == NULL || stencil_periodic < -1 || stencil_periodic > 1)
+    if (lay == NULL || stencil_periodic < -1 || stencil_periodic > 1 || dim < -1 ||
+        dim >= lay->grid.ndims)
         return -1;
     const int periodic = stencil_periodic < 0 ? lay->grid.periodic : stencil_periodic;
     const int32_t *L = lay->logical;
@@ -26,6 +27,8 @@ int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, in
                 const int32_t lc[3] = {x, y, z};
                 for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
                     int32_t other = -1;
+                    if (dim >= 0 && d != dim)
+                        continue;
                     if (lc[d] + 1 < L[d])
                         other = r + rs[d];
                     else if (periodic && L[d] >= 3)
@@ -71,7 +74,7 @@ int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
     int32_t *src = (int32_t *)(per_node + lay->nodes);
     int32_t *dst = src + cap;
     int32_t *hops = dst + cap;
-    const int64_t n = slide_stencil_messages(lay, stencil_periodic, src, dst, cap);
+    const int64_t n = slide_stencil_messages(lay, stencil_periodic, -1, src, dst, cap);
     for (int64_t i = 0; i < n; i++) { /* ranks -> hosts (node i runs on host i) */
         src[i] = rank_to_node[src[i]];
         dst[i] = rank_to_node[dst[i]];
