@@ -90,7 +90,8 @@ def test_hand_computed_maps() -> None:
     lay = sc.make_layout("mesh:4x4", "x:1")
     assert sc.compute_map(lay, "simple", [5]) == [0, 1, 2, 3, 4, 13, 6, 7, 8, 9, 10, 11]
     assert sc.compute_map(lay, "slide1d", [5]) == [0, 1, 2, 3, 4, 9, 6, 7, 8, 13, 10, 11]
-    assert sc.compute_map(lay, "hybrid", [5, 9]) == [0, 1, 2, 3, 4, 8, 6, 7, 12, 13, 10, 11]
+    assert sc.compute_map(lay, "hybrid", [5]) == sc.compute_map(lay, "slide2d", [5])
+    assert sc.compute_map(lay, "hybrid", [5, 9]) == [0, 1, 2, 3, 4, 8, 10, 11, 12, 13, 14, 15]
     assert sc.compute_map(lay, "slide2d", [5]) == [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15]
     assert sc.compute_map(lay, "shrink", [5]) == [0, 1, 2, 3, 4, 1, 6, 7, 8, 9, 10, 11]
     assert sc.compute_map(("mesh:4x4", "x:1"), "slide1d", ()) == list(range(12))
@@ -100,7 +101,7 @@ def test_unknown_method_message() -> None:
     with pytest.raises(FtslideError) as err:
         sc.compute_map(("4x4", "x:1"), "foo", [1])
     assert str(err.value) == ("unknown method 'foo': choose simple, slide1d, slide2d, "
-                              "hybrid or shrink")
+                              "hybrid, shrink or routed")
     assert err.value.code == sc.EMETHOD
 
 

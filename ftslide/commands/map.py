@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
                         "none (default x:1)")
     parser.add_argument("--method", default="hybrid", metavar="M[,M...]",
-                        help=f"one method or a comma list of {', '.join(METHODS)}; 'all' for all five "
+                        help=f"one method or a comma list of {', '.join(METHODS)}; 'all' for all of them "
                         "(default hybrid)")
     parser.add_argument("--fail", default="", metavar="LIST",
                         help="ordered failed nodes: ids (40), ranges (40-43) or coordinates (1.0.4), "

@@ -24,7 +24,7 @@ from ..build.native import native_library
 from ..errors import FtslideError
 from .topology import Topology, _CTopo, parse_topology
 
-METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink")
+METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink", "routed")
 DIM_NAMES = "xyz"
 HOPS_HIST = 16
 
@@ -68,7 +68,17 @@ class _CSpares(ctypes.Structure):
 class _CLayout(ctypes.Structure):
     _fields_ = [("grid", _CGrid), ("spares", _CSpares), ("spare_count", ctypes.c_int32 * 3),
                 ("logical", ctypes.c_int32 * 3), ("stride", ctypes.c_int32 * 3),
-                ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32), ("net", _CTopo)]
+                ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32), ("net", _CTopo),
+                ("expect", ctypes.c_int32)]
+
+
+class _CChoice(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int32), ("dim", ctypes.c_int32), ("dir", ctypes.c_int32),
+                ("lo", ctypes.c_int32 * 2), ("width", ctypes.c_int32 * 2),
+                ("load_max", ctypes.c_int32), ("overloaded", ctypes.c_int32),
+                ("spares", ctypes.c_int32), ("moved", ctypes.c_int32),
+                ("candidates", ctypes.c_int32), ("hybrid_load_max", ctypes.c_int32),
+                ("hybrid_overloaded", ctypes.c_int32), ("direct_load_max", ctypes.c_int32)]
 
 
 class _CMetrics(ctypes.Structure):
@@ -99,6 +109,10 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
                                      _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
     "slide_layout_place": (ctypes.c_int, [_P(_CLayout), _P(_CTopo)]),
+    "slide_layout_set_expect": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_map_explain": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int32,
+                                         _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_size_t, _P(ctypes.c_int32)]),
     "slide_stencil_messages": (ctypes.c_int64, [_P(_CLayout), ctypes.c_int, ctypes.c_int,
                                                 _P(ctypes.c_int32), _P(ctypes.c_int32),
                                                 ctypes.c_int64]),
@@ -114,7 +128,7 @@ def _lib() -> ctypes.CDLL:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    for which, struct in enumerate((_CGrid, _CSpares, _CLayout, _CMetrics)):
+    for which, struct in ((0, _CGrid), (1, _CSpares), (2, _CLayout), (3, _CMetrics), (6, _CChoice)):
         if lib.slide_struct_size(which) != ctypes.sizeof(struct):
             raise FtslideError(f"libslidecore.so does not match ftslide/sliding/core.py "
                                f"({struct.__name__[2:]} size differs): rebuild with "
@@ -252,7 +266,8 @@ class Layout:
                              f"(node ids 0..{self.nodes - 1})", ENODE)
 
 
-def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = None) -> Layout:
+def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = None,
+                expect: int = 0) -> Layout:
     """Validate a grid and a spare layout, and lay the grid onto a network.
 
     Parameters
@@ -261,6 +276,8 @@ def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = N
     spares : the spare layout (``x:1``, ``x:1,y:1``, ``none``).
     net : the network the nodes run on, node i on host i (``parse_topology``); None for
         the grid itself, routed x first.
+    expect : routed's spare budget: failures to keep spare nodes for (0: none; see
+        slide_layout_set_expect() in slide_core.h).
 
     Grid and Spares objects go through their string form, so the C parser checks them
     exactly as it checks strings. Raises SlideError (one line). Cost O(1).
@@ -280,6 +297,10 @@ def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = N
     elif _lib().slide_layout_place(ctypes.byref(c), ctypes.byref(net._c)) != OK:
         raise SlideError(f"grid {g} has {c.nodes} nodes but topology {net} has only {net.hosts} "
                          f"hosts: use a smaller grid or a larger topology", ETOPO_FIT)
+    if isinstance(expect, bool) or not isinstance(expect, int) or \
+            _lib().slide_layout_set_expect(ctypes.byref(c), expect) != OK:
+        raise SlideError(f"the spare budget must be a count of failures from 0 to the "
+                         f"{c.nodes - c.ranks} spare nodes, not {expect!r}", EINVAL)
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
@@ -426,3 +447,53 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
     return Metrics(out.pairs, out.hops_sum, out.hops_max, out.hops_mean, tuple(out.hops_hist),
                    out.link_load_max, out.links_used, out.links_overloaded,
                    out.ranks_per_node_max, out.ranks_moved)
+
+
+# ---- routed's choices ------------------------------------------------------------
+
+CHOICE_KINDS = ("none", "block", "direct", "hybrid", "cross")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What routed did for one failure (slide_choice in slide_core.h)."""
+
+    kind: str                      # none (no rank on the node), block, direct, hybrid
+    dim: int                       # block: slide dimension (0 = x) ...
+    dir: int                       # ... and direction (+1 / -1)
+    lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions
+    load_max: int                  # the map after this failure
+    overloaded: int
+    spares: int                    # spare-layout nodes newly occupied
+    moved: int                     # ranks moved
+    candidates: int                # candidates compared
+    hybrid_load_max: int | None    # hybrid's map for the same failures, if it has one
+    hybrid_overloaded: int | None
+    direct_load_max: int | None    # the direct replacement from the same map
+
+
+def explain(layout: Layout | tuple[str, str], failed: Sequence[int]) -> tuple[list[int],
+                                                                              list[Choice]]:
+    """The routed map after ``failed`` and, per failure, what routed chose and the scores it
+    compared. Raises SlideError as compute_map does."""
+    lay = _layout(layout)
+    mapping = compute_map(lay, "routed", failed)  # the same checks and messages
+    fa = _int32_array(list(failed), "failed nodes")
+    out = (ctypes.c_int32 * lay.ranks)()
+    nbytes = _lib().slide_map_workspace_bytes(ctypes.byref(lay._c))
+    work = _workspace(nbytes)
+    choices = (_CChoice * max(len(fa), 1))()
+    cfailed = (ctypes.c_int32 * max(len(fa), 1)).from_buffer(fa) if fa else None
+    err = ctypes.c_int32(-1)
+    rc = _lib().slide_map_explain(ctypes.byref(lay._c), cfailed, len(fa), out, choices, work,
+                                  nbytes, ctypes.byref(err))
+    assert rc == OK and list(out) == mapping
+    result = []
+    for c in choices[: len(fa)]:
+        result.append(Choice(CHOICE_KINDS[c.kind], c.dim, c.dir,
+                             tuple((c.lo[k], c.width[k]) for k in range(2)), c.load_max,
+                             c.overloaded, c.spares, c.moved, c.candidates,
+                             None if c.hybrid_load_max < 0 else c.hybrid_load_max,
+                             None if c.hybrid_load_max < 0 else c.hybrid_overloaded,
+                             None if c.direct_load_max < 0 else c.direct_load_max))
+    return mapping, result

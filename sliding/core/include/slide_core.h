@@ -170,9 +170,10 @@ typedef enum slide_method {
     SLIDE_SLIDE1D = 1,
     SLIDE_SLIDE2D = 2,
     SLIDE_HYBRID = 3,
-    SLIDE_SHRINK = 4
+    SLIDE_SHRINK = 4,
+    SLIDE_ROUTED = 5
 } slide_method;
-#define SLIDE_NMETHODS 5
+#define SLIDE_NMETHODS 6
 
 /* Node grid. size[2] == 1 when ndims == 2. */
 typedef struct slide_grid {
@@ -201,7 +202,34 @@ typedef struct slide_layout {
     int32_t nodes;                       /* product of size[] */
     int32_t ranks;                       /* product of logical[] */
     slide_topo net;                      /* where the nodes run; routes messages */
+    int32_t expect;                      /* routed: failures to keep spare nodes for */
 } slide_layout;
+
+/* What routed did for one failure (slide_map_explain()). */
+typedef enum slide_choice_kind {
+    SLIDE_CHOICE_NONE = 0,    /* the node held no rank: only marked dead */
+    SLIDE_CHOICE_BLOCK = 1,   /* a block of lines along `dim` shifted one node toward `dir` */
+    SLIDE_CHOICE_DIRECT = 2,  /* the failed rank moved straight to the nearest free node */
+    SLIDE_CHOICE_HYBRID = 3,  /* hybrid's map for the same failures was taken whole */
+    SLIDE_CHOICE_CROSS = 4    /* the ranks on a path across to a nearby line along `dim`, then
+                               * along it toward `dir`, moved one node along it */
+} slide_choice_kind;
+
+typedef struct slide_choice {
+    int32_t kind;              /* slide_choice_kind */
+    int32_t dim, dir;          /* BLOCK: slide dimension (0 = x), direction +1/-1 */
+    int32_t lo[2], width[2];   /* BLOCK: the lines, as an interval (first coordinate, count)
+                                * in each of the other two dimensions, lower dimension first;
+                                * CROSS: lo[0] the dimension crossed, width[0] the signed steps */
+    int32_t load_max;          /* the chosen map's max directed-link load (stencil) */
+    int32_t overloaded;        /* its links with load > 1 */
+    int32_t spares;            /* spare-layout nodes it newly occupies (net) */
+    int32_t moved;             /* ranks it moves */
+    int32_t candidates;        /* candidates compared */
+    int32_t hybrid_load_max;   /* hybrid's map for the same failures: max load, -1 if none */
+    int32_t hybrid_overloaded; /* and its overloaded links */
+    int32_t direct_load_max;   /* the direct replacement from the same map, -1 if none */
+} slide_choice;
 
 /* Metrics of one rank-to-node map (see slide_measure()). */
 typedef struct slide_metrics {
@@ -257,6 +285,12 @@ int slide_spares_parse(const char *text, slide_spares *out);
  * SLIDE_ESPARES_COUNT (count < 1, or count >= size of its dimension). */
 int slide_layout_init(slide_layout *out, const slide_grid *grid,
                       const slide_spares *spares);
+
+/* Routed's spare budget: keep, after each failure k (counting from 1), at
+ * least expect - k spare-layout nodes free, so that each failure still
+ * expected can take one (0, the default: no reservation). Cost O(1).
+ * Errors: SLIDE_EINVAL (NULL lay, expect < 0 or above the spare nodes). */
+int slide_layout_set_expect(slide_layout *lay, int32_t expect);
 
 /* Run the layout on another network: node i on host i of *net (for a torus
  * or mesh of the grid's shape, node and host numbering agree, so every node
@@ -316,6 +350,14 @@ int slide_map(const slide_layout *lay, int method, const int32_t *failed,
               int32_t nfailed, int32_t *rank_to_node, void *work,
               size_t work_bytes, int32_t *err_index);
 
+/* The routed map after failed[0..nfailed-1], as slide_map(lay, SLIDE_ROUTED,
+ * ...), with one record per failure in choices[0..nfailed-1] (may be NULL):
+ * what routed did and the scores it compared. Same workspace, errors and
+ * err_index as slide_map(). */
+int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
+                      int32_t *rank_to_node, slide_choice *choices, void *work,
+                      size_t work_bytes, int32_t *err_index);
+
 /* ---- metrics ----------------------------------------------------------- */
 
 /* Bytes of workspace slide_measure() needs: 4 * (net links + nodes) +
@@ -353,7 +395,7 @@ int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
 
 /* sizeof of the public structs, so bindings can check their mirrors:
  * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics,
- * 4 slide_topo, 5 slide_topo_round_stats; 0 for anything else. */
+ * 4 slide_topo, 5 slide_topo_round_stats, 6 slide_choice; 0 for anything else. */
 size_t slide_struct_size(int which);
 
 #ifdef __cplusplus

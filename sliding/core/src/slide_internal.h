@@ -26,6 +26,48 @@ static inline int slide_is_spare_c_(const slide_layout *lay, const int32_t c[3])
            c[2] >= lay->logical[2];
 }
 
+#define NODE_FREE (-1) /* node state: alive, no rank */
+#define NODE_DEAD (-2) /* node state: failed */
+
+/* A method's left fold over failures (slide_map.c): simple, slide1d and
+ * hybrid's 1D phase work on node states, slide2d and hybrid's 2D phase on
+ * plane maps. r2n is the map after the failures so far. */
+typedef struct slide_fold {
+    const slide_layout *lay;
+    int method;
+    int planes;          /* 1: plane maps (slide2d, hybrid until its 2D phase ends) */
+    int32_t *r2n;        /* [ranks] node of each rank */
+    int32_t *dead;       /* [nodes] 1 if failed */
+    int32_t ndead;
+    /* node states */
+    int32_t *n2r;        /* [nodes] rank on the node, NODE_FREE or NODE_DEAD */
+    int32_t *spare;      /* [nspare] nodes free when the node phase began, ascending */
+    int32_t *spare_c;    /* [3 * nspare] their coordinates */
+    int32_t nspare;
+    int32_t *line_free;  /* [nodes / size[d1]] free nodes per line along d1 */
+    int32_t *path;       /* [path capacity] */
+    int32_t nfree;       /* free nodes in the grid */
+    int d1;              /* primary spare dimension */
+    /* plane maps */
+    int32_t *inv[SLIDE_MAX_DIMS]; /* [size[d]] logical plane on it, or NODE_FREE */
+    int32_t *fwd[SLIDE_MAX_DIMS]; /* [logical[d]] physical plane of it */
+} slide_fold;
+
+/* Workspace words of one fold. */
+int64_t slide_fold_words_(const slide_layout *lay);
+/* Start a fold of `method` (not shrink, not routed) in workspace w (at least
+ * slide_fold_words_ words); r2n receives the failure-free map. */
+void slide_fold_init_(slide_fold *f, const slide_layout *lay, int method, int32_t *w,
+                      int32_t *r2n);
+/* Handle failed node `node`; on an error nothing changes. */
+int slide_fold_step_(slide_fold *f, int32_t node);
+
+/* The routed method (slide_routed.c): words of workspace, and the map after
+ * failed[0..nfailed-1], with one record per failure in choices (may be NULL). */
+int64_t slide_routed_words_(const slide_layout *lay);
+int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
+                  int32_t *r2n, slide_choice *choices, int32_t *w, int32_t *err_index);
+
 /* Fill *t as the torus (periodic) or mesh of the given sizes, routed in
  * dimension order; sizes are valid (checked by the caller). */
 void slide_topo_grid_(slide_topo *t, int periodic, int ndims, const int32_t *size);

@@ -12,7 +12,7 @@ static const char *const status_messages[] = {
     [SLIDE_ESPARES_SYNTAX] = "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, e.g. 'x:1' or 'x:1,y:1'",
     [SLIDE_ESPARES_DIM] = "spare dimension repeated, more than two, or not in the grid",
     [SLIDE_ESPARES_COUNT] = "spare count must be >= 1 and leave at least one non-spare node per dimension",
-    [SLIDE_EMETHOD] = "unknown method: choose simple, slide1d, slide2d, hybrid or shrink",
+    [SLIDE_EMETHOD] = "unknown method: choose simple, slide1d, slide2d, hybrid, shrink or routed",
     [SLIDE_ENODE] = "failed node id is outside the grid",
     [SLIDE_EDUP] = "a node appears twice in the failed list",
     [SLIDE_ENOSPARE] = "out of spares: no free spare node is left for the failed rank",
@@ -37,7 +37,7 @@ const char *slide_strerror(int status)
 static const char *const method_names[SLIDE_NMETHODS] = {
     [SLIDE_SIMPLE] = "simple",   [SLIDE_SLIDE1D] = "slide1d",
     [SLIDE_SLIDE2D] = "slide2d", [SLIDE_HYBRID] = "hybrid",
-    [SLIDE_SHRINK] = "shrink",
+    [SLIDE_SHRINK] = "shrink", [SLIDE_ROUTED] = "routed",
 };
 
 const char *slide_method_name(int method)
@@ -198,6 +198,14 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
     return SLIDE_OK;
 }
 
+int slide_layout_set_expect(slide_layout *lay, int32_t expect)
+{
+    if (lay == NULL || expect < 0 || expect > lay->nodes - lay->ranks)
+        return SLIDE_EINVAL;
+    lay->expect = expect;
+    return SLIDE_OK;
+}
+
 int slide_layout_place(slide_layout *lay, const slide_topo *net)
 {
     if (lay == NULL || net == NULL)
@@ -271,6 +279,7 @@ size_t slide_struct_size(int which)
     case 3: return sizeof(slide_metrics);
     case 4: return sizeof(slide_topo);
     case 5: return sizeof(slide_topo_round_stats);
+    case 6: return sizeof(slide_choice);
     default: return 0;
     }
 }

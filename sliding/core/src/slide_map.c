@@ -1,11 +1,10 @@
-/* Substitution methods: simple, slide1d, slide2d, hybrid, shrink.
- * The rules are stated in include/slide_core.h; this file follows them. */
+/* Substitution methods: simple, slide1d, slide2d, hybrid, shrink, each a left
+ * fold over the failures (slide_fold), and the entry point slide_map(); routed
+ * lives in slide_routed.c and uses these folds. The rules are stated in
+ * include/slide_core.h; this file follows them. */
 #include "slide_internal.h"
 
 #include <string.h>
-
-#define NODE_FREE (-1) /* node state: alive, no rank */
-#define NODE_DEAD (-2) /* node state: failed */
 
 /* ---- workspace ----------------------------------------------------------- */
 
@@ -24,12 +23,13 @@ static int64_t path_capacity(const slide_layout *lay)
     return (int64_t)lay->grid.size[0] + lay->grid.size[1] + lay->grid.size[2] + 4;
 }
 
-/* Workspace in int32 units: node states, spare list (id + coordinates), free count per line of
- * the primary spare dimension, a path, and slide2d's plane maps. */
-static int64_t workspace_words(const slide_layout *lay)
+/* Words of one fold: node states, the free-at-start list (id + coordinates),
+ * free count per line of the primary spare dimension, a path, and slide2d's
+ * dead flags and plane maps. */
+int64_t slide_fold_words_(const slide_layout *lay)
 {
     int64_t sum = lay->grid.size[0] + lay->grid.size[1] + lay->grid.size[2];
-    return (int64_t)lay->nodes + 4 * (int64_t)(lay->nodes - lay->ranks) +
+    return 2 * (int64_t)lay->nodes + 4 * (int64_t)(lay->nodes - lay->ranks) +
            line_count(lay, primary_dim(lay)) + path_capacity(lay) + 2 * sum + 8;
 }
 
@@ -37,23 +37,14 @@ size_t slide_map_workspace_bytes(const slide_layout *lay)
 {
     if (lay == NULL)
         return 0;
-    return (size_t)workspace_words(lay) * sizeof(int32_t);
+    int64_t words = slide_fold_words_(lay);
+    int64_t routed = slide_routed_words_(lay);
+    return (size_t)(words > routed ? words : routed) * sizeof(int32_t);
 }
 
-/* ---- node-level methods (simple, slide1d, hybrid) ------------------------ */
+/* ---- node-level methods (simple, slide1d, hybrid's 1D phase) --------------- */
 
-typedef struct node_ctx {
-    const slide_layout *lay;
-    int32_t *n2r;       /* [nodes] rank on the node, NODE_FREE or NODE_DEAD */
-    int32_t *r2n;       /* [ranks] node of each rank (caller's output) */
-    int32_t *spare;     /* [nspare] spare node ids, ascending */
-    int32_t *spare_c;   /* [3 * nspare] their coordinates */
-    int32_t nspare;
-    int32_t *line_free; /* [nodes / size[d1]] free nodes per line along d1 */
-    int32_t *path;      /* [path_capacity] */
-    int32_t nfree;      /* free nodes in the grid */
-    int d1;             /* primary spare dimension */
-} node_ctx;
+typedef slide_fold node_ctx;
 
 /* Index of the line parallel to dimension d through node: row-major over
  * the other dimensions. */
@@ -278,81 +269,53 @@ static int method_hybrid(node_ctx *cx, int32_t f, int32_t rank)
     return hybrid_cross(cx, f, rank);
 }
 
-static int map_nodes(const slide_layout *lay, int method, const int32_t *failed,
-                     int32_t nfailed, int32_t *r2n, int32_t *w, int32_t *err_index)
+/* Node states, free list and line counts from the fold's map (r2n) and dead
+ * flags: every alive node without a rank is free. */
+static void nodes_from_map(node_ctx *cx)
 {
-    node_ctx cx;
-    cx.lay = lay;
-    cx.d1 = primary_dim(lay);
-    cx.n2r = w;
-    cx.spare = cx.n2r + lay->nodes;
-    cx.spare_c = cx.spare + (lay->nodes - lay->ranks);
-    cx.line_free = cx.spare_c + 3 * (size_t)(lay->nodes - lay->ranks);
-    cx.path = cx.line_free + line_count(lay, cx.d1);
-    cx.r2n = r2n;
-    cx.nspare = 0;
-    memset(cx.line_free, 0, (size_t)line_count(lay, cx.d1) * sizeof(int32_t));
-
-    const int32_t *L = lay->logical, *n = lay->grid.size;
-    int32_t node = 0, rank = 0;
-    for (int32_t x = 0; x < n[0]; x++)
-        for (int32_t y = 0; y < n[1]; y++) {
-            int row_spare = x >= L[0] || y >= L[1];
-            for (int32_t z = 0; z < n[2]; z++, node++) {
-                if (!row_spare && z < L[2]) {
-                    cx.n2r[node] = rank;
-                    r2n[rank++] = node;
-                } else {
-                    cx.n2r[node] = NODE_FREE;
-                    cx.spare_c[3 * (size_t)cx.nspare] = x;
-                    cx.spare_c[3 * (size_t)cx.nspare + 1] = y;
-                    cx.spare_c[3 * (size_t)cx.nspare + 2] = z;
-                    cx.spare[cx.nspare++] = node;
-                    cx.line_free[line_index(lay, cx.d1, node)]++;
-                }
-            }
-        }
-    cx.nfree = cx.nspare;
-
-    for (int32_t i = 0; i < nfailed; i++) {
-        int32_t f = failed[i];
-        int rc = SLIDE_OK;
-        if (f < 0 || f >= lay->nodes)
-            rc = SLIDE_ENODE;
-        else if (cx.n2r[f] == NODE_DEAD)
-            rc = SLIDE_EDUP;
-        if (rc == SLIDE_OK) {
-            int32_t v = cx.n2r[f];
-            cx.n2r[f] = NODE_DEAD;
-            if (v == NODE_FREE) {
-                free_node_taken(&cx, f);
-                continue;
-            }
-            switch (method) {
-            case SLIDE_SIMPLE: rc = method_simple(&cx, f, v); break;
-            case SLIDE_SLIDE1D: rc = method_slide1d(&cx, f, v); break;
-            default: rc = method_hybrid(&cx, f, v); break;
-            }
-            if (rc != SLIDE_OK)
-                cx.n2r[f] = v; /* methods fail before moving anything */
-        }
-        if (rc != SLIDE_OK) {
-            if (err_index)
-                *err_index = i;
-            return rc;
-        }
+    const slide_layout *lay = cx->lay;
+    cx->nspare = 0;
+    memset(cx->line_free, 0, (size_t)line_count(lay, cx->d1) * sizeof(int32_t));
+    for (int32_t node = 0; node < lay->nodes; node++)
+        cx->n2r[node] = cx->dead[node] ? NODE_DEAD : NODE_FREE;
+    for (int32_t r = 0; r < lay->ranks; r++)
+        cx->n2r[cx->r2n[r]] = r;
+    for (int32_t node = 0; node < lay->nodes; node++) {
+        if (cx->n2r[node] != NODE_FREE)
+            continue;
+        slide_node_coords(lay, node, cx->spare_c + 3 * (size_t)cx->nspare);
+        cx->spare[cx->nspare++] = node;
+        cx->line_free[line_index(lay, cx->d1, node)]++;
     }
-    return SLIDE_OK;
+    cx->nfree = cx->nspare;
+}
+
+/* One failure for simple, slide1d and hybrid's 1D phase. */
+static int nodes_step(node_ctx *cx, int32_t f)
+{
+    int32_t v = cx->n2r[f];
+    cx->n2r[f] = NODE_DEAD;
+    cx->dead[f] = 1;
+    if (v == NODE_FREE) {
+        free_node_taken(cx, f);
+        return SLIDE_OK;
+    }
+    int rc;
+    switch (cx->method) {
+    case SLIDE_SIMPLE: rc = method_simple(cx, f, v); break;
+    case SLIDE_SLIDE1D: rc = method_slide1d(cx, f, v); break;
+    default: rc = method_hybrid(cx, f, v); break;
+    }
+    if (rc != SLIDE_OK) { /* methods fail before moving anything */
+        cx->n2r[f] = v;
+        cx->dead[f] = 0;
+    }
+    return rc;
 }
 
 /* ---- slide2d ------------------------------------------------------------- */
 
-typedef struct plane_ctx {
-    const slide_layout *lay;
-    int32_t *dead;                 /* [nodes] 1 if failed */
-    int32_t *inv[SLIDE_MAX_DIMS];  /* [size[d]] logical plane on it, or NODE_FREE */
-    int32_t *fwd[SLIDE_MAX_DIMS];  /* [logical[d]] physical plane of it */
-} plane_ctx;
+typedef slide_fold plane_ctx;
 
 /* Plane g along d is usable: no logical plane on it, and every node of it
  * that the product map would use (other coordinates in use) is alive. */
@@ -436,60 +399,93 @@ static void plane_write_map(const plane_ctx *px, int32_t *r2n)
         }
 }
 
-static int map_slide2d(const slide_layout *lay, const int32_t *failed,
-                       int32_t nfailed, int32_t *r2n, int32_t *w, int32_t *err_index)
+static void planes_init(plane_ctx *px)
 {
-    plane_ctx px;
-    px.lay = lay;
-    px.dead = w;
-    int32_t *p = w + lay->nodes;
+    const slide_layout *lay = px->lay;
     for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
-        px.inv[d] = p;
-        p += lay->grid.size[d];
-        px.fwd[d] = p;
-        p += lay->grid.size[d];
         for (int32_t i = 0; i < lay->grid.size[d]; i++)
-            px.inv[d][i] = i < lay->logical[d] ? i : NODE_FREE;
+            px->inv[d][i] = i < lay->logical[d] ? i : NODE_FREE;
         for (int32_t i = 0; i < lay->logical[d]; i++)
-            px.fwd[d][i] = i;
+            px->fwd[d][i] = i;
     }
-    memset(px.dead, 0, (size_t)lay->nodes * sizeof(int32_t));
-    int32_t ndead = 0;
-    for (int32_t i = 0; i < nfailed; i++) {
-        int32_t f = failed[i];
-        int rc = SLIDE_OK;
-        if (f < 0 || f >= lay->nodes) {
-            rc = SLIDE_ENODE;
-        } else if (px.dead[f]) {
-            rc = SLIDE_EDUP;
-        } else {
-            px.dead[f] = 1;
-            ndead++;
-            int holds = 1;
-            for (int d = 0; d < SLIDE_MAX_DIMS; d++)
-                if (px.inv[d][slide_coord_(lay, f, d)] < 0)
-                    holds = 0;
-            if (!holds)
-                continue;
-            int done = 0;
-            for (int k = 0; k < lay->spares.ndims && !done; k++) {
-                int d = lay->spares.dim[k];
-                done = plane_slide(&px, d, slide_coord_(lay, f, d));
-            }
-            if (!done) {
-                int64_t free_alive = (int64_t)lay->nodes - ndead - (lay->ranks - 1);
-                rc = free_alive > 0 ? SLIDE_EPLANE : SLIDE_ENOSPARE;
-            }
-        }
-        if (rc != SLIDE_OK) {
-            if (err_index)
-                *err_index = i;
-            plane_write_map(&px, r2n);
-            return rc;
+}
+
+/* One failure for slide2d (and hybrid's 2D phase); the map is rewritten on
+ * success. On an error nothing changes. */
+static int planes_step(plane_ctx *px, int32_t f)
+{
+    const slide_layout *lay = px->lay;
+    px->dead[f] = 1;
+    px->ndead++;
+    int holds = 1;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+        if (px->inv[d][slide_coord_(lay, f, d)] < 0)
+            holds = 0;
+    if (!holds)
+        return SLIDE_OK;
+    for (int k = 0; k < lay->spares.ndims; k++) {
+        int d = lay->spares.dim[k];
+        if (plane_slide(px, d, slide_coord_(lay, f, d))) {
+            plane_write_map(px, px->r2n);
+            return SLIDE_OK;
         }
     }
-    plane_write_map(&px, r2n);
-    return SLIDE_OK;
+    int64_t free_alive = (int64_t)lay->nodes - px->ndead - (lay->ranks - 1);
+    px->dead[f] = 0;
+    px->ndead--;
+    return free_alive > 0 ? SLIDE_EPLANE : SLIDE_ENOSPARE;
+}
+
+/* ---- folds ----------------------------------------------------------------- */
+
+void slide_fold_init_(slide_fold *cx, const slide_layout *lay, int method, int32_t *w,
+                      int32_t *r2n)
+{
+    const int64_t spares = lay->nodes - lay->ranks;
+    memset(cx, 0, sizeof *cx);
+    cx->lay = lay;
+    cx->method = method;
+    cx->d1 = primary_dim(lay);
+    cx->r2n = r2n;
+    cx->n2r = w;
+    cx->dead = cx->n2r + lay->nodes;
+    cx->spare = cx->dead + lay->nodes;
+    cx->spare_c = cx->spare + spares;
+    cx->line_free = cx->spare_c + 3 * spares;
+    cx->path = cx->line_free + line_count(lay, cx->d1);
+    int32_t *p = cx->path + path_capacity(lay);
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        cx->inv[d] = p;
+        p += lay->grid.size[d];
+        cx->fwd[d] = p;
+        p += lay->grid.size[d];
+    }
+    memset(cx->dead, 0, (size_t)lay->nodes * sizeof(int32_t));
+    slide_initial_map(lay, r2n);
+    /* hybrid starts in its 2D phase */
+    cx->planes = method == SLIDE_SLIDE2D || method == SLIDE_HYBRID;
+    if (cx->planes)
+        planes_init(cx);
+    else
+        nodes_from_map(cx);
+}
+
+int slide_fold_step_(slide_fold *cx, int32_t f)
+{
+    if (f < 0 || f >= cx->lay->nodes)
+        return SLIDE_ENODE;
+    if (cx->dead[f])
+        return SLIDE_EDUP;
+    if (!cx->planes)
+        return nodes_step(cx, f);
+    int rc = planes_step(cx, f);
+    if (rc == SLIDE_OK || cx->method != SLIDE_HYBRID)
+        return rc;
+    /* hybrid: no whole usable plane is left, so sliding goes on in 1D for
+     * this failure and every later one, from the current map */
+    cx->planes = 0;
+    nodes_from_map(cx);
+    return nodes_step(cx, f);
 }
 
 /* ---- shrink -------------------------------------------------------------- */
@@ -596,12 +592,19 @@ int slide_map(const slide_layout *lay, int method, const int32_t *failed,
     if (work_bytes < slide_map_workspace_bytes(lay) || ((uintptr_t)work % 8) != 0)
         return SLIDE_EWORKSPACE;
     int32_t *w = (int32_t *)work;
-    switch (method) {
-    case SLIDE_SLIDE2D:
-        return map_slide2d(lay, failed, nfailed, rank_to_node, w, err_index);
-    case SLIDE_SHRINK:
+    if (method == SLIDE_SHRINK)
         return map_shrink(lay, failed, nfailed, rank_to_node, w, err_index);
-    default:
-        return map_nodes(lay, method, failed, nfailed, rank_to_node, w, err_index);
+    if (method == SLIDE_ROUTED)
+        return slide_routed_(lay, failed, nfailed, rank_to_node, NULL, w, err_index);
+    slide_fold fold;
+    slide_fold_init_(&fold, lay, method, w, rank_to_node);
+    for (int32_t i = 0; i < nfailed; i++) {
+        int rc = slide_fold_step_(&fold, failed[i]);
+        if (rc != SLIDE_OK) {
+            if (err_index)
+                *err_index = i;
+            return rc;
+        }
     }
+    return SLIDE_OK;
 }

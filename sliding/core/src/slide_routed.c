@@ -1,0 +1,726 @@
+/* The routed method: for each failure, compare candidate substitutions by the
+ * link loads the stencil puts on the layout's network under its actual
+ * routing, and take the best. Rules in include/slide_core.h ("routed").
+ *
+ * State: the current map (r2n, n2r), dead flags, and the stencil's load on
+ * every link with a histogram of the loads, so that the max load and the
+ * count of links above 1 are known at any time. A candidate is a list of rank
+ * moves; it is scored by applying the moves to the loads, reading the
+ * histogram and taking them back: only the messages of moved ranks are routed
+ * again. */
+#include "slide_internal.h"
+
+#include <string.h>
+
+/* ---- workspace ---------------------------------------------------------------- */
+
+/* Histogram length: a link cannot carry more than every message. */
+static int64_t hist_len(const slide_layout *lay)
+{
+    return 2 * (int64_t)lay->grid.ndims * lay->ranks + 2;
+}
+
+static int32_t longest_line(const slide_layout *lay)
+{
+    int32_t n = 1;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
+        if (lay->grid.size[d] > n)
+            n = lay->grid.size[d];
+    return n;
+}
+
+int64_t slide_routed_words_(const slide_layout *lay)
+{
+    return slide_fold_words_(lay) + lay->ranks /* hybrid's map */ +
+           2 * (int64_t)lay->net.links /* loads, scratch loads */ + hist_len(lay) +
+           2 * (int64_t)lay->nodes /* n2r, dead */ + 2 * (int64_t)lay->ranks /* moves */ +
+           (int64_t)lay->nodes /* line distances */ + longest_line(lay) + lay->net.route_max + 16;
+}
+
+typedef struct routed {
+    const slide_layout *lay;
+    const slide_topo *net;
+    int32_t *r2n;          /* [ranks] the current map (the caller's output) */
+    int32_t *n2r;          /* [nodes] rank, NODE_FREE or NODE_DEAD */
+    uint32_t *load;        /* [links] stencil messages on each link, current map */
+    uint32_t *scratch;     /* [links] loads of a whole other map */
+    int32_t *hist;         /* [hist_len] links with each load */
+    int32_t load_max;
+    int32_t overloaded;
+    int32_t *newnode;      /* [ranks] candidate node of a moved rank, -1 if not moved */
+    int32_t *moved;        /* [ranks] the moved ranks, in move order */
+    int32_t nmoved;
+    int32_t *line_dist;    /* [lines] steps from the block's start to the line's free node */
+    int32_t *path;         /* [longest line] */
+    int32_t *route;        /* [route_max] */
+    int32_t free_spares;   /* spare-layout nodes that are free */
+} routed;
+
+/* A candidate's score, compared in this order (lower is better). */
+typedef struct score {
+    int32_t load_max, overloaded, spares, moved;
+} score;
+
+static int better(const score *a, const score *b)
+{
+    if (a->load_max != b->load_max)
+        return a->load_max < b->load_max;
+    if (a->overloaded != b->overloaded)
+        return a->overloaded < b->overloaded;
+    if (a->spares != b->spares)
+        return a->spares < b->spares;
+    return a->moved < b->moved;
+}
+
+/* ---- loads ---------------------------------------------------------------------- */
+
+static void load_change(routed *rt, int32_t link, int delta)
+{
+    const uint32_t before = rt->load[link], after = before + (uint32_t)delta;
+    rt->load[link] = after;
+    rt->hist[before]--;
+    rt->hist[after]++;
+    if (before == 1 && after == 2)
+        rt->overloaded++;
+    else if (before == 2 && after == 1)
+        rt->overloaded--;
+    if ((int32_t)after > rt->load_max)
+        rt->load_max = (int32_t)after;
+    while (rt->load_max > 0 && rt->hist[rt->load_max] == 0)
+        rt->load_max--;
+}
+
+/* Add delta to the load of the messages a -> b and b -> a (hosts). */
+static void pair_change(routed *rt, int32_t a, int32_t b, int delta)
+{
+    if (a == b)
+        return;
+    for (int way = 0; way < 2; way++) {
+        const int32_t n = slide_topo_route(rt->net, way ? b : a, way ? a : b, rt->route,
+                                           rt->net->route_max);
+        for (int32_t i = 0; i < n; i++)
+            load_change(rt, rt->route[i], delta);
+    }
+}
+
+/* Logical neighbours of rank r in the stencil (the pairs of slide_measure). */
+static int neighbours(const slide_layout *lay, int32_t r, int32_t out[2 * SLIDE_MAX_DIMS])
+{
+    const int32_t *L = lay->logical;
+    const int32_t rs[3] = {L[1] * L[2], L[2], 1};
+    const int32_t lc[3] = {r / rs[0], r / rs[1] % L[1], r % L[2]};
+    int n = 0;
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        const int wrap = lay->grid.periodic && L[d] >= 3;
+        if (lc[d] + 1 < L[d])
+            out[n++] = r + rs[d];
+        else if (wrap)
+            out[n++] = r - lc[d] * rs[d];
+        if (lc[d] > 0)
+            out[n++] = r - rs[d];
+        else if (wrap)
+            out[n++] = r + (L[d] - 1) * rs[d];
+    }
+    return n;
+}
+
+/* Move the pending candidate (newnode/moved) into the loads (delta +1) or
+ * back out (delta -1). Each pair of neighbours is changed once. */
+static void apply_loads(routed *rt, int delta)
+{
+    int32_t nb[2 * SLIDE_MAX_DIMS];
+    for (int32_t i = 0; i < rt->nmoved; i++) {
+        const int32_t r = rt->moved[i];
+        const int n = neighbours(rt->lay, r, nb);
+        for (int k = 0; k < n; k++) {
+            const int32_t q = nb[k];
+            if (rt->newnode[q] >= 0 && q < r)
+                continue; /* both moved: changed from q's side */
+            const int32_t old_r = rt->r2n[r], old_q = rt->r2n[q];
+            const int32_t new_r = rt->newnode[r];
+            const int32_t new_q = rt->newnode[q] >= 0 ? rt->newnode[q] : old_q;
+            pair_change(rt, delta > 0 ? old_r : new_r, delta > 0 ? old_q : new_q, -1);
+            pair_change(rt, delta > 0 ? new_r : old_r, delta > 0 ? new_q : old_q, +1);
+        }
+    }
+}
+
+/* Stencil loads of map r2n into load[], from nothing; max and overloaded. */
+static void map_loads(const routed *rt, const int32_t *r2n, uint32_t *load, int32_t *load_max,
+                      int32_t *overloaded)
+{
+    memset(load, 0, sizeof *load * (size_t)rt->net->links);
+    int32_t nb[2 * SLIDE_MAX_DIMS];
+    for (int32_t r = 0; r < rt->lay->ranks; r++) {
+        const int n = neighbours(rt->lay, r, nb);
+        for (int k = 0; k < n; k++) {
+            if (nb[k] < r || r2n[r] == r2n[nb[k]])
+                continue;
+            slide_topo_add_route(rt->net, load, r2n[r], r2n[nb[k]], +1);
+            slide_topo_add_route(rt->net, load, r2n[nb[k]], r2n[r], +1);
+        }
+    }
+    *load_max = 0;
+    *overloaded = 0;
+    for (int32_t l = 0; l < rt->net->links; l++) {
+        if ((int32_t)load[l] > *load_max)
+            *load_max = (int32_t)load[l];
+        *overloaded += load[l] > 1;
+    }
+}
+
+/* The current map's loads and histogram, from nothing. */
+static void reset_loads(routed *rt)
+{
+    map_loads(rt, rt->r2n, rt->load, &rt->load_max, &rt->overloaded);
+    memset(rt->hist, 0, sizeof *rt->hist * (size_t)hist_len(rt->lay));
+    for (int32_t l = 0; l < rt->net->links; l++)
+        rt->hist[rt->load[l]]++;
+}
+
+/* ---- candidates ------------------------------------------------------------------- */
+
+static int is_spare_node(const slide_layout *lay, int32_t node)
+{
+    return slide_is_spare(lay, node) == 1;
+}
+
+/* Change in occupied spare-layout nodes when a rank moves from `from` to `to`
+ * (a dead node left behind does not become free). */
+static int32_t spare_change(const routed *rt, int32_t from, int32_t to)
+{
+    return is_spare_node(rt->lay, to) -
+           (rt->n2r[from] != NODE_DEAD && is_spare_node(rt->lay, from));
+}
+
+static void clear_moves(routed *rt)
+{
+    for (int32_t i = 0; i < rt->nmoved; i++)
+        rt->newnode[rt->moved[i]] = -1;
+    rt->nmoved = 0;
+}
+
+static void add_move(routed *rt, int32_t rank, int32_t node)
+{
+    rt->newnode[rank] = node;
+    rt->moved[rt->nmoved++] = rank;
+}
+
+/* Score of the pending moves: loads with them applied (then taken back). */
+static score pending_score(routed *rt)
+{
+    score sc;
+    apply_loads(rt, +1);
+    sc.load_max = rt->load_max;
+    sc.overloaded = rt->overloaded;
+    apply_loads(rt, -1);
+    sc.spares = 0;
+    for (int32_t i = 0; i < rt->nmoved; i++) {
+        const int32_t r = rt->moved[i];
+        sc.spares += spare_change(rt, rt->r2n[r], rt->newnode[r]);
+    }
+    sc.moved = rt->nmoved;
+    return sc;
+}
+
+/* Node one step from `node` along d in direction s, or -1 past a mesh edge. */
+static int32_t step(const slide_layout *lay, int32_t node, int d, int s)
+{
+    const int32_t n = lay->grid.size[d], c = slide_coord_(lay, node, d);
+    int32_t c2 = c + s;
+    if (c2 < 0 || c2 >= n) {
+        if (!lay->grid.periodic)
+            return -1;
+        c2 = (c2 + n) % n;
+    }
+    return node + (c2 - c) * lay->stride[d];
+}
+
+/* Steps from `start` along d toward s to the first free node (dead nodes are
+ * passed), or -1 if the line has none before coming back to start. */
+static int32_t steps_to_free(const routed *rt, int32_t start, int d, int s)
+{
+    int32_t node = start;
+    for (int32_t k = 1; k < rt->lay->grid.size[d]; k++) {
+        node = step(rt->lay, node, d, s);
+        if (node < 0)
+            return -1;
+        if (rt->n2r[node] == NODE_FREE)
+            return k;
+    }
+    return -1;
+}
+
+/* Queue the shift of one line: `carry` (the rank leaving `start`) and every
+ * rank after it on the way to the free node `steps` away move one alive node
+ * further (dead nodes are jumped over). */
+static void queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, int32_t carry)
+{
+    int32_t node = start;
+    for (int32_t k = 0; k < steps; k++) {
+        node = step(rt->lay, node, d, s);
+        const int32_t v = rt->n2r[node];
+        if (v == NODE_DEAD)
+            continue;
+        add_move(rt, carry, node);
+        carry = v;
+    }
+}
+
+/* The lines of a block: along d, through the points (a, b) of the other two
+ * dimensions e[0], e[1] with a in [lo0, lo0 + w0) and b in [lo1, lo1 + w1)
+ * (mod the size on a torus). */
+typedef struct block {
+    int d, s;
+    int32_t lo[2], w[2];
+} block;
+
+/* A crossing: pre steps along d toward s, k steps along e toward sign, then
+ * along d toward s. */
+typedef struct cross {
+    int d, s, e, sign;
+    int32_t k, pre;
+} cross;
+
+static void other_dims(int d, int e[2])
+{
+    e[0] = d == 0 ? 1 : 0;
+    e[1] = d == 2 ? 1 : 2;
+}
+
+/* Queue the moves of a block slide for the failure at node f (rank v): in the
+ * failed line v and the ranks after it move one node toward the line's first
+ * free node; in every other line of the block the rank on the failed node's
+ * coordinate and the ones after it do (a line without a rank there has
+ * shifted before and stays). Returns 0 if a line that should shift has no
+ * free node: then nothing is queued. */
+static int queue_block(routed *rt, int32_t f, int32_t v, const block *b)
+{
+    const slide_layout *lay = rt->lay;
+    int e[2];
+    other_dims(b->d, e);
+    const int32_t n0 = lay->grid.size[e[0]], n1 = lay->grid.size[e[1]];
+    const int32_t c0 = slide_coord_(lay, f, e[0]), c1 = slide_coord_(lay, f, e[1]);
+    clear_moves(rt);
+    for (int32_t i = 0; i < b->w[0]; i++)
+        for (int32_t j = 0; j < b->w[1]; j++) {
+            const int32_t a = (b->lo[0] + i) % n0, bb = (b->lo[1] + j) % n1;
+            const int32_t start = f + (a - c0) * lay->stride[e[0]] + (bb - c1) * lay->stride[e[1]];
+            const int32_t carry = start == f ? v : rt->n2r[start];
+            if (carry < 0)
+                continue; /* no rank at the start: the line has shifted already */
+            const int32_t steps = steps_to_free(rt, start, b->d, b->s);
+            if (steps < 0) {
+                clear_moves(rt);
+                return 0;
+            }
+            queue_shift(rt, start, b->d, b->s, steps, carry);
+        }
+    return 1;
+}
+
+/* Queue a crossing: the ranks on the path from f, first `pre` steps along d
+ * toward s, then k steps along e toward sign, then along d toward s to the
+ * first free node of that line, each move one alive node along the path (the
+ * failed rank v first), as hybrid's cross step does. Returns 0 (nothing
+ * queued) if there is no such path (a mesh edge, a dead node where the path
+ * turns, no free node). */
+static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
+{
+    const slide_layout *lay = rt->lay;
+    int32_t turn = f;
+    for (int32_t i = 0; i < c->pre + c->k; i++) {
+        turn = step(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
+        if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] == NODE_DEAD))
+            return 0;
+    }
+    const int32_t along = rt->n2r[turn] == NODE_FREE ? 0 : steps_to_free(rt, turn, c->d, c->s);
+    if (along < 0)
+        return 0;
+    clear_moves(rt);
+    int32_t node = f, carry = v;
+    for (int32_t i = 0; i < c->pre + c->k + along; i++) {
+        const int across = i >= c->pre && i < c->pre + c->k;
+        node = step(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
+        const int32_t r = rt->n2r[node];
+        if (r == NODE_DEAD)
+            continue;
+        add_move(rt, carry, node);
+        if (r == NODE_FREE)
+            return 1;
+        carry = r;
+    }
+    clear_moves(rt);
+    return 0;
+}
+
+/* Alive rank-holding steps from f along d toward s before the first node
+ * that holds none (0 if the very next does not hold one). */
+static int32_t run_of_ranks(const routed *rt, int32_t f, int d, int s)
+{
+    int32_t node = f, k = 0;
+    for (; k + 1 < rt->lay->grid.size[d]; k++) {
+        node = step(rt->lay, node, d, s);
+        if (node < 0 || rt->n2r[node] < 0)
+            break;
+    }
+    return k;
+}
+
+/* Intervals of one of the other dimensions for the blocks: the failed line's
+ * coordinate c alone, with one neighbour on either side, with both, and the
+ * whole dimension; then the longest interval around c whose lines all reach
+ * their free node in the same number of steps as the failed line (aligned). */
+#define MAX_INTERVALS 6
+
+static int intervals(int32_t c, int32_t n, int periodic, int32_t aligned_lo, int32_t aligned_w,
+                     int32_t lo[MAX_INTERVALS], int32_t w[MAX_INTERVALS])
+{
+    int k = 0;
+    const int32_t cand[5][2] = {{c, 1}, {c - 1, 2}, {c, 2}, {c - 1, 3}, {0, n}};
+    for (int i = 0; i < 5; i++) {
+        int32_t l = cand[i][0], width = cand[i][1];
+        if (width > n)
+            continue;
+        if (l < 0) {
+            if (!periodic)
+                continue;
+            l += n;
+        }
+        if (!periodic && l + width > n)
+            continue;
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= (w[j] == width && (lo[j] == l || width == n));
+        if (!dup) {
+            lo[k] = l;
+            w[k] = width;
+            k++;
+        }
+    }
+    int dup = 0;
+    for (int j = 0; j < k; j++)
+        dup |= w[j] == aligned_w && (lo[j] == aligned_lo || aligned_w == n);
+    if (!dup && aligned_w > 0) {
+        lo[k] = aligned_lo;
+        w[k] = aligned_w;
+        k++;
+    }
+    return k;
+}
+
+/* Longest run of lines around coordinate c along e (the other coordinate
+ * fixed at the failed line's) whose steps to the free node equal `want`. */
+static void aligned_run(const routed *rt, int32_t f, int d, int s, int e, int32_t want,
+                        int32_t *lo, int32_t *w)
+{
+    const slide_layout *lay = rt->lay;
+    const int32_t n = lay->grid.size[e], c = slide_coord_(lay, f, e);
+    int32_t below = 0, above = 0;
+    while (below + above + 1 < n) {
+        int32_t node = step(lay, f, e, -1);
+        for (int32_t k = 1; k <= below && node >= 0; k++)
+            node = step(lay, node, e, -1);
+        if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
+            break;
+        below++;
+    }
+    while (below + above + 1 < n) {
+        int32_t node = step(lay, f, e, +1);
+        for (int32_t k = 1; k <= above && node >= 0; k++)
+            node = step(lay, node, e, +1);
+        if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
+            break;
+        above++;
+    }
+    *lo = ((c - below) % n + n) % n;
+    *w = below + above + 1;
+}
+
+/* The free node nearest to f by grid hops (ties: lowest id), or -1. */
+static int32_t nearest_free(const routed *rt, int32_t f)
+{
+    int32_t best = -1, best_hops = 0;
+    for (int32_t node = 0; node < rt->lay->nodes; node++) {
+        if (rt->n2r[node] != NODE_FREE)
+            continue;
+        const int32_t h = slide_hops(rt->lay, f, node);
+        if (best < 0 || h < best_hops) {
+            best = node;
+            best_hops = h;
+        }
+    }
+    return best;
+}
+
+/* Admissible under the spare budget: after the candidate, as many free
+ * spare-layout nodes remain as failures are still expected. */
+static int within_budget(const routed *rt, const score *sc, int32_t handled)
+{
+    const int32_t still = rt->lay->expect - handled;
+    return still <= 0 || rt->free_spares - sc->spares >= still;
+}
+
+/* Commit the pending moves into the map, node states and loads. */
+static void commit_moves(routed *rt)
+{
+    apply_loads(rt, +1);
+    for (int32_t i = 0; i < rt->nmoved; i++) {
+        const int32_t r = rt->moved[i], from = rt->r2n[r];
+        if (rt->n2r[from] == r)
+            rt->n2r[from] = NODE_FREE;
+        rt->free_spares += is_spare_node(rt->lay, from) && rt->n2r[from] == NODE_FREE;
+    }
+    for (int32_t i = 0; i < rt->nmoved; i++) {
+        const int32_t r = rt->moved[i], to = rt->newnode[r];
+        rt->free_spares -= is_spare_node(rt->lay, to) && rt->n2r[to] == NODE_FREE;
+        rt->n2r[to] = r;
+        rt->r2n[r] = to;
+    }
+    clear_moves(rt);
+}
+
+/* ---- the method ---------------------------------------------------------------------- */
+
+int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
+                  int32_t *r2n, slide_choice *choices, int32_t *w, int32_t *err_index)
+{
+    /* hybrid's fold, whose map is a candidate at every failure */
+    slide_fold hybrid;
+    int32_t *hybrid_map = w + slide_fold_words_(lay);
+    slide_fold_init_(&hybrid, lay, SLIDE_HYBRID, w, hybrid_map);
+    int hybrid_alive = 1;
+
+    routed rt;
+    memset(&rt, 0, sizeof rt);
+    rt.lay = lay;
+    rt.net = &lay->net;
+    rt.r2n = r2n;
+    int32_t *p = hybrid_map + lay->ranks;
+    rt.load = (uint32_t *)p;
+    p += lay->net.links;
+    rt.scratch = (uint32_t *)p;
+    p += lay->net.links;
+    rt.hist = p;
+    p += hist_len(lay);
+    rt.n2r = p;
+    p += lay->nodes;
+    rt.newnode = p;
+    p += lay->ranks;
+    rt.moved = p;
+    p += lay->ranks;
+    rt.line_dist = p;
+    p += lay->nodes;
+    rt.path = p;
+    p += longest_line(lay);
+    rt.route = p;
+
+    slide_initial_map(lay, r2n);
+    for (int32_t node = 0; node < lay->nodes; node++)
+        rt.n2r[node] = NODE_FREE;
+    for (int32_t r = 0; r < lay->ranks; r++)
+        rt.n2r[r2n[r]] = r;
+    rt.free_spares = lay->nodes - lay->ranks;
+    for (int32_t r = 0; r < lay->ranks; r++)
+        rt.newnode[r] = -1;
+    reset_loads(&rt);
+
+    for (int32_t i = 0; i < nfailed; i++) {
+        const int32_t f = failed[i];
+        slide_choice ch;
+        memset(&ch, 0, sizeof ch);
+        ch.hybrid_load_max = ch.direct_load_max = -1;
+        int rc = SLIDE_OK;
+        if (f < 0 || f >= lay->nodes)
+            rc = SLIDE_ENODE;
+        else if (rt.n2r[f] == NODE_DEAD)
+            rc = SLIDE_EDUP;
+        if (rc != SLIDE_OK) {
+            if (err_index)
+                *err_index = i;
+            return rc;
+        }
+        if (hybrid_alive)
+            hybrid_alive = slide_fold_step_(&hybrid, f) == SLIDE_OK;
+        const int32_t v = rt.n2r[f];
+        if (v == NODE_FREE)
+            rt.free_spares -= is_spare_node(lay, f);
+        rt.n2r[f] = NODE_DEAD;
+
+        /* Without a move the map stays: a candidate only when the node held no
+         * rank; hybrid's map is still compared (its node may have held one). */
+        score best = {rt.load_max, rt.overloaded, 0, 0};
+        int have = v == NODE_FREE, best_kind = SLIDE_CHOICE_NONE;
+        block best_block = {0, 0, {0, 0}, {0, 0}};
+        cross best_cross = {0, 0, 0, 0, 0, 0};
+        int32_t best_free = -1;
+        /* 1. block slides along every dimension, both ways */
+        for (int d = 0; d < lay->grid.ndims && v >= 0; d++) {
+            if (lay->grid.size[d] < 2)
+                continue;
+            int e[2];
+            other_dims(d, e);
+            for (int s = +1; s >= -1; s -= 2) {
+                const int32_t want = steps_to_free(&rt, f, d, s);
+                if (want < 0)
+                    continue;
+                int32_t lo[2][MAX_INTERVALS], wd[2][MAX_INTERVALS], nint[2];
+                for (int k = 0; k < 2; k++) {
+                    int32_t alo, aw;
+                    aligned_run(&rt, f, d, s, e[k], want, &alo, &aw);
+                    nint[k] = intervals(slide_coord_(lay, f, e[k]), lay->grid.size[e[k]],
+                                        lay->grid.periodic, alo, aw, lo[k], wd[k]);
+                }
+                for (int32_t a = 0; a < nint[0]; a++)
+                    for (int32_t b = 0; b < nint[1]; b++) {
+                        const block blk = {d, s, {lo[0][a], lo[1][b]}, {wd[0][a], wd[1][b]}};
+                        if (!queue_block(&rt, f, v, &blk))
+                            continue;
+                        const score sc = pending_score(&rt);
+                        ch.candidates++;
+                        if (within_budget(&rt, &sc, i + 1) && (!have || better(&sc, &best))) {
+                            best = sc;
+                            have = 1;
+                            best_kind = SLIDE_CHOICE_BLOCK;
+                            best_block = blk;
+                        }
+                    }
+                clear_moves(&rt);
+            }
+        }
+        /* 2. crossings to the nearby lines along every dimension that has a free node,
+         * turning at once or where the failed line's run of ranks ends */
+        for (int d = 0; d < lay->grid.ndims && v >= 0; d++) {
+            int e[2];
+            other_dims(d, e);
+            for (int s = +1; s >= -1; s -= 2) {
+                const int32_t pres[2] = {0, run_of_ranks(&rt, f, d, s)};
+                for (int pi = 0; pi < 2; pi++) {
+                    if (pi == 1 && pres[1] == 0)
+                        continue;
+                    for (int k = 0; k < 2; k++) {
+                        if (lay->grid.size[e[k]] < 2)
+                            continue;
+                        for (int32_t dist = 1; dist <= 2; dist++)
+                            for (int sign = +1; sign >= -1; sign -= 2) {
+                                const cross c = {d, s, e[k], sign, dist, pres[pi]};
+                                if (!queue_cross(&rt, f, v, &c))
+                                    continue;
+                                const score sc = pending_score(&rt);
+                                ch.candidates++;
+                                if (within_budget(&rt, &sc, i + 1) &&
+                                    (!have || better(&sc, &best))) {
+                                    best = sc;
+                                    have = 1;
+                                    best_kind = SLIDE_CHOICE_CROSS;
+                                    best_cross = c;
+                                }
+                                clear_moves(&rt);
+                            }
+                    }
+                }
+            }
+        }
+        /* 3. direct replacement */
+        const int32_t nf = v >= 0 ? nearest_free(&rt, f) : -1;
+        if (nf >= 0) {
+            clear_moves(&rt);
+            add_move(&rt, v, nf);
+            const score sc = pending_score(&rt);
+            ch.candidates++;
+            ch.direct_load_max = sc.load_max;
+            if (within_budget(&rt, &sc, i + 1) && (!have || better(&sc, &best))) {
+                best = sc;
+                have = 1;
+                best_kind = SLIDE_CHOICE_DIRECT;
+                best_free = nf;
+            }
+            clear_moves(&rt);
+        }
+        /* 4. hybrid's map for the same failures, whole */
+        if (hybrid_alive) {
+            score sc;
+            map_loads(&rt, hybrid_map, rt.scratch, &sc.load_max, &sc.overloaded);
+            sc.spares = sc.moved = 0;
+            for (int32_t r = 0; r < lay->ranks; r++) {
+                if (hybrid_map[r] == r2n[r])
+                    continue;
+                sc.spares += spare_change(&rt, r2n[r], hybrid_map[r]);
+                sc.moved++;
+            }
+            ch.candidates++;
+            ch.hybrid_load_max = sc.load_max;
+            ch.hybrid_overloaded = sc.overloaded;
+            if (!have || better(&sc, &best)) { /* hybrid's own choice: no budget */
+                best = sc;
+                have = 1;
+                best_kind = SLIDE_CHOICE_HYBRID;
+            }
+        }
+        if (!have) {
+            rt.n2r[f] = v;
+            rt.free_spares += v == NODE_FREE && is_spare_node(lay, f);
+            if (err_index)
+                *err_index = i;
+            return SLIDE_ENOSPARE;
+        }
+        if (best_kind == SLIDE_CHOICE_NONE) {
+            ; /* the node held no rank: the map stays */
+        } else if (best_kind == SLIDE_CHOICE_BLOCK) {
+            queue_block(&rt, f, v, &best_block);
+            commit_moves(&rt);
+            int e[2];
+            other_dims(best_block.d, e);
+            ch.dim = best_block.d;
+            ch.dir = best_block.s;
+            for (int k = 0; k < 2; k++) {
+                ch.lo[k] = best_block.lo[k];
+                ch.width[k] = best_block.w[k];
+            }
+        } else if (best_kind == SLIDE_CHOICE_CROSS) {
+            queue_cross(&rt, f, v, &best_cross);
+            commit_moves(&rt);
+            ch.dim = best_cross.d;
+            ch.dir = best_cross.s;
+            ch.lo[0] = best_cross.e;
+            ch.width[0] = best_cross.sign * best_cross.k;
+        } else if (best_kind == SLIDE_CHOICE_DIRECT) {
+            clear_moves(&rt);
+            add_move(&rt, v, best_free);
+            commit_moves(&rt);
+        } else {
+            memcpy(r2n, hybrid_map, sizeof *r2n * (size_t)lay->ranks);
+            for (int32_t node = 0; node < lay->nodes; node++)
+                if (rt.n2r[node] != NODE_DEAD)
+                    rt.n2r[node] = NODE_FREE;
+            for (int32_t r = 0; r < lay->ranks; r++)
+                rt.n2r[r2n[r]] = r;
+            rt.free_spares = 0;
+            for (int32_t node = 0; node < lay->nodes; node++)
+                rt.free_spares += rt.n2r[node] == NODE_FREE && is_spare_node(lay, node);
+            reset_loads(&rt);
+        }
+        ch.kind = best_kind;
+        ch.load_max = rt.load_max;
+        ch.overloaded = rt.overloaded;
+        ch.spares = best.spares;
+        ch.moved = best.moved;
+        if (choices)
+            choices[i] = ch;
+    }
+    return SLIDE_OK;
+}
+
+int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
+                      int32_t *rank_to_node, slide_choice *choices, void *work, size_t work_bytes,
+                      int32_t *err_index)
+{
+    if (err_index)
+        *err_index = -1;
+    if (lay == NULL || rank_to_node == NULL || work == NULL || nfailed < 0 ||
+        (failed == NULL && nfailed > 0))
+        return SLIDE_EINVAL;
+    if (work_bytes < slide_map_workspace_bytes(lay) || ((uintptr_t)work % 8) != 0)
+        return SLIDE_EWORKSPACE;
+    return slide_routed_(lay, failed, nfailed, rank_to_node, choices, (int32_t *)work, err_index);
+}
