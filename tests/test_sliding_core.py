@@ -13,6 +13,7 @@ import pytest
 
 from ftslide.errors import FtslideError
 from ftslide.sliding import core as sc
+from ftslide.sliding.topology import parse_topology
 
 
 def test_parse_grid_and_spares() -> None:
@@ -200,3 +201,79 @@ def test_large_grid_round_trip() -> None:
     assert len(mapping) == 47 ** 3
     m = sc.measure(lay, mapping)
     assert m.ranks_moved > 0 and m.hops_max <= 3
+
+
+# ---- routed ------------------------------------------------------------------------
+
+ROUTED_LAYOUTS = [("torus:7x6x5", "x:1", ""), ("torus:6x6x4", "x:1", "zyx"), ("mesh:6x5x4", "x:1", ""),
+                  ("torus:6x6x5", "x:1,y:1", ""), ("mesh:5x5x4", "y:1,z:1", "yzx"),
+                  ("torus:8x7", "x:1", ""), ("mesh:7x6", "x:1,y:1", ""), ("torus:6x6", "y:2", "yx")]
+
+
+def _failure_sets(lay: sc.Layout, rng: random.Random, count: int) -> list[list[int]]:
+    """Random failure sequences that hit ranks, spares and nodes that earlier failures moved
+    ranks onto (the hybrid map of the prefix tells where those are)."""
+    out = []
+    for _ in range(count):
+        k = rng.randint(1, lay.nodes - lay.ranks)
+        failed: list[int] = []
+        alive = [n for n in range(lay.nodes)]
+        while len(failed) < k:
+            pick = rng.random()
+            moved = []
+            if pick < 0.3 and failed:
+                mapping = sc.compute_map(lay, "hybrid", failed)
+                init = lay.initial_map()
+                moved = [n for r, n in enumerate(mapping) if n != init[r]]
+            pool = moved or ([n for n in alive if lay.is_spare(n)] if pick < 0.45 else alive)
+            node = rng.choice(pool)
+            if node in failed:
+                continue
+            failed.append(node)
+            alive.remove(node)
+        out.append(failed)
+    return out
+
+
+@pytest.mark.parametrize("grid,spares,order", ROUTED_LAYOUTS)
+def test_routed_is_never_worse_than_hybrid(grid: str, spares: str, order: str) -> None:
+    """Hundreds of seeded random failure sequences per layout (about 2,400 in all) on 2D and 3D
+    tori and meshes, spares on one or two dimensions, failures on ranks, on spares and on nodes
+    that hold moved ranks: routed's map is valid (ranks on distinct alive nodes), the same at every
+    call, and its max link load is never above hybrid's for the same failures."""
+    lay = sc.make_layout(grid, spares, parse_topology(grid, order))
+    rng = random.Random(f"routed:{grid}:{spares}:{order}")
+    checked = 0
+    for failed in _failure_sets(lay, rng, 300):
+        mapping = sc.compute_map(lay, "routed", failed)
+        assert len(set(mapping)) == lay.ranks and not set(mapping) & set(failed), failed
+        assert sc.compute_map(lay, "routed", failed) == mapping
+        hybrid = sc.compute_map(lay, "hybrid", failed)
+        assert sc.measure(lay, mapping).link_load_max <= sc.measure(lay, hybrid).link_load_max, failed
+        checked += 1
+    assert checked == 300
+
+
+def test_routed_explains_its_choices() -> None:
+    """12x12x12, one spare plane, two failures: the first takes a whole plane (load 1, as hybrid);
+    the second shifts a block of lines that keeps the load at 2 where hybrid's map has 5."""
+    lay = sc.make_layout("torus:12x12x12", "x:1")
+    failed = [lay.node((5, 5, 9)), lay.node((6, 11, 1))]
+    mapping, choices = sc.explain(lay, failed)
+    assert mapping == sc.compute_map(lay, "routed", failed)
+    first, second = choices
+    assert (first.kind, first.load_max, first.overloaded) == ("block", 1, 0)
+    assert first.lines == ((0, 12), (0, 12)) and first.moved == 144 * 6   # planes x=5..10
+    assert second.kind == "block" and second.load_max == 2 and second.hybrid_load_max == 5
+    assert second.candidates > 20 and second.load_max == sc.measure(lay, mapping).link_load_max
+
+
+def test_routed_spare_budget() -> None:
+    """With a budget of 140 expected failures the first failure must leave 139 of the 144 spare
+    nodes free, so routed cannot take hybrid's whole plane: it shifts a small block instead."""
+    lay = sc.make_layout("torus:12x12x12", "x:1", expect=140)
+    mapping, (choice,) = sc.explain(lay, [lay.node((5, 5, 9))])
+    spare_nodes_used = sum(1 for n in mapping if lay.is_spare(n))
+    assert choice.kind in ("block", "cross", "direct") and spare_nodes_used <= 144 - 139
+    with pytest.raises(FtslideError, match="spare budget"):
+        sc.make_layout("torus:12x12x12", "x:1", expect=145)

@@ -95,21 +95,27 @@
  *               Errors: SLIDE_EPLANE (no usable plane but free nodes exist),
  *               SLIDE_ENOSPARE.
  *
- * SLIDE_HYBRID  1. slide1d along the primary spare dimension's line if that
- *               line has a free node; 2. else slide1d along the secondary
- *               dimension's line if it has one; 3. else CROSS: among all
- *               lines parallel to the primary spare dimension that have a
- *               free node, choose the one nearest to the failed node's line
- *               (fewest hops in the other dimensions), ties -> fewest steps
- *               along the line from the entry node to its nearest free node
- *               (direction rule), ties -> lowest line index (row-major over
- *               the other dimensions). The path goes from the failed node
- *               through the other dimensions in increasing dimension order
- *               (shortest way round on a torus, + on a tie) to the entry node
- *               on that line, then along the line to its free node; the ranks
- *               on the path each move one alive node along it. Same promise
- *               as slide1d while step 3 is never used; step 3 may add more
- *               hops but never fails while a free node exists.
+ * SLIDE_HYBRID  2D sliding while whole spare planes allow, 1D after: each
+ *               failure is handled by slide2d's rule as long as slide2d can
+ *               (the map is slide2d's map); at the first failure slide2d
+ *               cannot place (no usable plane left) hybrid switches for good
+ *               to its 1D phase, which starts from the map it has and handles
+ *               that failure and every later one by: 1. slide1d along the
+ *               primary spare dimension's line if that line has a free node
+ *               (vacated nodes of the 2D phase count); 2. else slide1d along
+ *               the secondary dimension's line if it has one; 3. else CROSS:
+ *               among all lines parallel to the primary spare dimension that
+ *               have a free node, choose the one nearest to the failed node's
+ *               line (fewest hops in the other dimensions), ties -> fewest
+ *               steps along the line from the entry node to its nearest free
+ *               node (direction rule), ties -> lowest line index (row-major
+ *               over the other dimensions). The path goes from the failed
+ *               node through the other dimensions in increasing dimension
+ *               order (shortest way round on a torus, + on a tie) to the
+ *               entry node on that line, then along the line to its free
+ *               node; the ranks on the path each move one alive node along
+ *               it. slide2d's promise holds during the 2D phase; the 1D phase
+ *               never fails while a free node exists.
  *               Only error: SLIDE_ENOSPARE.
  *
  * SLIDE_SHRINK  No spare is used; the logical grid cannot keep one rank per
@@ -119,6 +125,42 @@
  *               id), which then hosts two or more ranks. The result depends
  *               only on the SET of failed nodes. Only error:
  *               SLIDE_ENOSURVIVOR (every non-spare node is dead).
+ *
+ * SLIDE_ROUTED  Compares candidates for each failure by the loads the 5/7-
+ *               point stencil (slide_measure()'s messages) puts on the
+ *               layout's network under its routing (lay->net), and takes the
+ *               best. Candidates, for the failed node f holding rank v, from
+ *               the current map: (a) BLOCK: for every dimension d and both
+ *               directions s whose line through f has a free node, the lines
+ *               along d through the points (a, b) of the other two dimensions
+ *               in an interval around f's coordinates; each interval is f's
+ *               coordinate alone, with one neighbour below, one above, both,
+ *               the whole dimension, or the longest run of lines whose free
+ *               node is as many steps away as f's line's; in each line the
+ *               rank on f's coordinate along d (v on f's line) and every rank
+ *               after it move one alive node toward s, up to the line's first
+ *               free node (dead nodes jumped over; a line with no rank on
+ *               that coordinate has shifted before and stays; a block with a
+ *               line that should shift but has no free node is no candidate);
+ *               (b) CROSS: for every d, s, every other dimension e, one or two
+ *               steps either way along e, turning at f or where f's line's
+ *               run of ranks toward s ends: the path along d (to the turn),
+ *               across along e, then along d toward s to that line's first
+ *               free node, every rank on it moving one alive node along it;
+ *               (c) DIRECT: v to the free node nearest f (grid hops, ties ->
+ *               lowest id); (d) HYBRID: hybrid's map for the same failures,
+ *               taken whole. Score, lower first: the max directed-link load,
+ *               then the links with load > 1, then the spare-layout nodes the
+ *               candidate newly occupies, then the ranks it moves; ties -> the
+ *               first in the order listed (dimensions ascending, + before -,
+ *               intervals as listed). Budget (lay->expect, default 0): after
+ *               failure k (counting from 1) at least expect - k spare-layout
+ *               nodes must stay free; a candidate that leaves fewer is taken
+ *               only if no candidate meets the budget. A failure on a node
+ *               with no rank keeps the map unless hybrid's map scores better.
+ *               With expect 0, routed's max link load is never above
+ *               hybrid's for the same failures (hybrid's map is a candidate
+ *               at every failure). Only error: SLIDE_ENOSPARE.
  *
  * Every method also returns SLIDE_ENODE (failed id outside 0..nodes-1) and
  * SLIDE_EDUP (node listed twice) for bad input.
@@ -339,9 +381,12 @@ size_t slide_map_workspace_bytes(const slide_layout *lay);
  *
  * Cost: O(nodes) to set up, plus per failure: simple O(spare nodes);
  * slide1d O(line length); slide2d O(nodes / plane count) per plane visited
- * and O(ranks) once at the end; hybrid as slide1d, plus O(nodes/line length
- * + path) when it crosses; shrink O(k^2 .. k^3) for a nearest survivor k
- * hops away. About 0.05-0.2 ms for 100k nodes (bench/sliding_map).
+ * and O(ranks) once at the end; hybrid as slide2d, then as slide1d plus
+ * O(nodes/line length + path) when it crosses; shrink O(k^2 .. k^3) for a
+ * nearest survivor k hops away: about 0.05-0.2 ms for 100k nodes. routed:
+ * O(ranks x route length) for the hybrid candidate plus, per candidate, the
+ * messages of the ranks it moves (loads are updated, not recounted): about
+ * 20 ms for 8 failures at 1,728 nodes, 0.5 s at 100,000 (bench/sliding_map).
  *
  * Errors: SLIDE_EINVAL (NULL lay/rank_to_node/work, nfailed < 0, failed NULL
  * with nfailed > 0), SLIDE_EMETHOD, SLIDE_EWORKSPACE, SLIDE_ENODE, SLIDE_EDUP,

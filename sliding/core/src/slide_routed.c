@@ -20,21 +20,12 @@ static int64_t hist_len(const slide_layout *lay)
     return 2 * (int64_t)lay->grid.ndims * lay->ranks + 2;
 }
 
-static int32_t longest_line(const slide_layout *lay)
-{
-    int32_t n = 1;
-    for (int d = 0; d < SLIDE_MAX_DIMS; d++)
-        if (lay->grid.size[d] > n)
-            n = lay->grid.size[d];
-    return n;
-}
-
 int64_t slide_routed_words_(const slide_layout *lay)
 {
     return slide_fold_words_(lay) + lay->ranks /* hybrid's map */ +
            2 * (int64_t)lay->net.links /* loads, scratch loads */ + hist_len(lay) +
-           2 * (int64_t)lay->nodes /* n2r, dead */ + 2 * (int64_t)lay->ranks /* moves */ +
-           (int64_t)lay->nodes /* line distances */ + longest_line(lay) + lay->net.route_max + 16;
+           (int64_t)lay->nodes /* n2r */ + 2 * (int64_t)lay->ranks /* moves */ +
+           lay->net.route_max + 16;
 }
 
 typedef struct routed {
@@ -50,8 +41,6 @@ typedef struct routed {
     int32_t *newnode;      /* [ranks] candidate node of a moved rank, -1 if not moved */
     int32_t *moved;        /* [ranks] the moved ranks, in move order */
     int32_t nmoved;
-    int32_t *line_dist;    /* [lines] steps from the block's start to the line's free node */
-    int32_t *path;         /* [longest line] */
     int32_t *route;        /* [route_max] */
     int32_t free_spares;   /* spare-layout nodes that are free */
 } routed;
@@ -482,6 +471,129 @@ static void commit_moves(routed *rt)
 
 /* ---- the method ---------------------------------------------------------------------- */
 
+/* A candidate: enough to queue its moves again, and its score. */
+typedef struct candidate {
+    int kind;              /* slide_choice_kind */
+    block blk;             /* BLOCK */
+    cross crs;             /* CROSS */
+    int32_t node;          /* DIRECT: the free node */
+    score sc;
+} candidate;
+
+/* The best candidate within the spare budget, and the best outside it (taken
+ * only when none is within it). */
+typedef struct pick {
+    candidate in, out;
+    int have_in, have_out;
+} pick;
+
+static void consider(pick *p, const routed *rt, int32_t handled, const candidate *c)
+{
+    if (within_budget(rt, &c->sc, handled)) {
+        if (!p->have_in || better(&c->sc, &p->in.sc)) {
+            p->in = *c;
+            p->have_in = 1;
+        }
+    } else if (!p->have_out || better(&c->sc, &p->out.sc)) {
+        p->out = *c;
+        p->have_out = 1;
+    }
+}
+
+/* Queue the moves of a block, crossing or direct candidate; 0 if it has none. */
+static int queue_candidate(routed *rt, int32_t f, int32_t v, const candidate *c)
+{
+    switch (c->kind) {
+    case SLIDE_CHOICE_BLOCK: return queue_block(rt, f, v, &c->blk);
+    case SLIDE_CHOICE_CROSS: return queue_cross(rt, f, v, &c->crs);
+    case SLIDE_CHOICE_DIRECT:
+        clear_moves(rt);
+        add_move(rt, v, c->node);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Score c's moves if it has any and consider it. */
+static void try_candidate(routed *rt, pick *p, int32_t f, int32_t v, int32_t handled,
+                          candidate *c, slide_choice *ch)
+{
+    if (!queue_candidate(rt, f, v, c))
+        return;
+    c->sc = pending_score(rt);
+    clear_moves(rt);
+    ch->candidates++;
+    if (c->kind == SLIDE_CHOICE_DIRECT)
+        ch->direct_load_max = c->sc.load_max;
+    consider(p, rt, handled, c);
+}
+
+/* Every local candidate for the failure of node f, which held rank v. */
+static void local_candidates(routed *rt, pick *p, int32_t f, int32_t v, int32_t handled,
+                             slide_choice *ch)
+{
+    const slide_layout *lay = rt->lay;
+    candidate c;
+    memset(&c, 0, sizeof c);
+    for (int d = 0; d < lay->grid.ndims; d++) {
+        if (lay->grid.size[d] < 2)
+            continue;
+        int e[2];
+        other_dims(d, e);
+        for (int s = +1; s >= -1; s -= 2) {
+            /* 1. blocks of lines along d toward s */
+            const int32_t want = steps_to_free(rt, f, d, s);
+            if (want >= 0) {
+                int32_t lo[2][MAX_INTERVALS], wd[2][MAX_INTERVALS], nint[2];
+                for (int k = 0; k < 2; k++) {
+                    int32_t alo, aw;
+                    aligned_run(rt, f, d, s, e[k], want, &alo, &aw);
+                    nint[k] = intervals(slide_coord_(lay, f, e[k]), lay->grid.size[e[k]],
+                                        lay->grid.periodic, alo, aw, lo[k], wd[k]);
+                }
+                c.kind = SLIDE_CHOICE_BLOCK;
+                for (int32_t a = 0; a < nint[0]; a++)
+                    for (int32_t b = 0; b < nint[1]; b++) {
+                        c.blk = (block){d, s, {lo[0][a], lo[1][b]}, {wd[0][a], wd[1][b]}};
+                        try_candidate(rt, p, f, v, handled, &c, ch);
+                    }
+            }
+            /* 2. crossings to the lines along d one or two steps away, turning at
+             * once or where the failed line's run of ranks ends */
+            const int32_t pres[2] = {0, run_of_ranks(rt, f, d, s)};
+            c.kind = SLIDE_CHOICE_CROSS;
+            for (int pi = 0; pi < 2; pi++)
+                for (int k = 0; k < 2 && (pi == 0 || pres[1] > 0); k++)
+                    for (int32_t dist = 1; dist <= 2 && lay->grid.size[e[k]] > 1; dist++)
+                        for (int sign = +1; sign >= -1; sign -= 2) {
+                            c.crs = (cross){d, s, e[k], sign, dist, pres[pi]};
+                            try_candidate(rt, p, f, v, handled, &c, ch);
+                        }
+        }
+    }
+    /* 3. the direct replacement */
+    c.kind = SLIDE_CHOICE_DIRECT;
+    c.node = nearest_free(rt, f);
+    if (c.node >= 0)
+        try_candidate(rt, p, f, v, handled, &c, ch);
+}
+
+/* Take the map m whole: node states, spare count and loads from it. */
+static void adopt_map(routed *rt, const int32_t *m)
+{
+    const slide_layout *lay = rt->lay;
+    memcpy(rt->r2n, m, sizeof *m * (size_t)lay->ranks);
+    rt->free_spares = 0;
+    for (int32_t node = 0; node < lay->nodes; node++)
+        if (rt->n2r[node] != NODE_DEAD)
+            rt->n2r[node] = NODE_FREE;
+    for (int32_t r = 0; r < lay->ranks; r++)
+        rt->n2r[m[r]] = r;
+    for (int32_t node = 0; node < lay->nodes; node++)
+        rt->free_spares += rt->n2r[node] == NODE_FREE && is_spare_node(lay, node);
+    reset_loads(rt);
+}
+
 int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
                   int32_t *r2n, slide_choice *choices, int32_t *w, int32_t *err_index)
 {
@@ -509,36 +621,24 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     p += lay->ranks;
     rt.moved = p;
     p += lay->ranks;
-    rt.line_dist = p;
-    p += lay->nodes;
-    rt.path = p;
-    p += longest_line(lay);
     rt.route = p;
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
         rt.n2r[node] = NODE_FREE;
-    for (int32_t r = 0; r < lay->ranks; r++)
+    for (int32_t r = 0; r < lay->ranks; r++) {
         rt.n2r[r2n[r]] = r;
-    rt.free_spares = lay->nodes - lay->ranks;
-    for (int32_t r = 0; r < lay->ranks; r++)
         rt.newnode[r] = -1;
+    }
+    rt.free_spares = lay->nodes - lay->ranks;
     reset_loads(&rt);
 
     for (int32_t i = 0; i < nfailed; i++) {
         const int32_t f = failed[i];
-        slide_choice ch;
-        memset(&ch, 0, sizeof ch);
-        ch.hybrid_load_max = ch.direct_load_max = -1;
-        int rc = SLIDE_OK;
-        if (f < 0 || f >= lay->nodes)
-            rc = SLIDE_ENODE;
-        else if (rt.n2r[f] == NODE_DEAD)
-            rc = SLIDE_EDUP;
-        if (rc != SLIDE_OK) {
+        if (f < 0 || f >= lay->nodes || rt.n2r[f] == NODE_DEAD) {
             if (err_index)
                 *err_index = i;
-            return rc;
+            return f < 0 || f >= lay->nodes ? SLIDE_ENODE : SLIDE_EDUP;
         }
         if (hybrid_alive)
             hybrid_alive = slide_fold_step_(&hybrid, f) == SLIDE_OK;
@@ -547,164 +647,66 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             rt.free_spares -= is_spare_node(lay, f);
         rt.n2r[f] = NODE_DEAD;
 
-        /* Without a move the map stays: a candidate only when the node held no
-         * rank; hybrid's map is still compared (its node may have held one). */
-        score best = {rt.load_max, rt.overloaded, 0, 0};
-        int have = v == NODE_FREE, best_kind = SLIDE_CHOICE_NONE;
-        block best_block = {0, 0, {0, 0}, {0, 0}};
-        cross best_cross = {0, 0, 0, 0, 0, 0};
-        int32_t best_free = -1;
-        /* 1. block slides along every dimension, both ways */
-        for (int d = 0; d < lay->grid.ndims && v >= 0; d++) {
-            if (lay->grid.size[d] < 2)
-                continue;
-            int e[2];
-            other_dims(d, e);
-            for (int s = +1; s >= -1; s -= 2) {
-                const int32_t want = steps_to_free(&rt, f, d, s);
-                if (want < 0)
-                    continue;
-                int32_t lo[2][MAX_INTERVALS], wd[2][MAX_INTERVALS], nint[2];
-                for (int k = 0; k < 2; k++) {
-                    int32_t alo, aw;
-                    aligned_run(&rt, f, d, s, e[k], want, &alo, &aw);
-                    nint[k] = intervals(slide_coord_(lay, f, e[k]), lay->grid.size[e[k]],
-                                        lay->grid.periodic, alo, aw, lo[k], wd[k]);
-                }
-                for (int32_t a = 0; a < nint[0]; a++)
-                    for (int32_t b = 0; b < nint[1]; b++) {
-                        const block blk = {d, s, {lo[0][a], lo[1][b]}, {wd[0][a], wd[1][b]}};
-                        if (!queue_block(&rt, f, v, &blk))
-                            continue;
-                        const score sc = pending_score(&rt);
-                        ch.candidates++;
-                        if (within_budget(&rt, &sc, i + 1) && (!have || better(&sc, &best))) {
-                            best = sc;
-                            have = 1;
-                            best_kind = SLIDE_CHOICE_BLOCK;
-                            best_block = blk;
-                        }
-                    }
-                clear_moves(&rt);
-            }
+        slide_choice ch;
+        memset(&ch, 0, sizeof ch);
+        ch.hybrid_load_max = ch.direct_load_max = -1;
+        pick pk;
+        memset(&pk, 0, sizeof pk);
+        if (v == NODE_FREE) { /* the node held no rank: the map may stay */
+            candidate none = {SLIDE_CHOICE_NONE, {0, 0, {0, 0}, {0, 0}}, {0, 0, 0, 0, 0, 0}, -1,
+                              {rt.load_max, rt.overloaded, 0, 0}};
+            consider(&pk, &rt, i + 1, &none);
+        } else {
+            local_candidates(&rt, &pk, f, v, i + 1, &ch);
         }
-        /* 2. crossings to the nearby lines along every dimension that has a free node,
-         * turning at once or where the failed line's run of ranks ends */
-        for (int d = 0; d < lay->grid.ndims && v >= 0; d++) {
-            int e[2];
-            other_dims(d, e);
-            for (int s = +1; s >= -1; s -= 2) {
-                const int32_t pres[2] = {0, run_of_ranks(&rt, f, d, s)};
-                for (int pi = 0; pi < 2; pi++) {
-                    if (pi == 1 && pres[1] == 0)
-                        continue;
-                    for (int k = 0; k < 2; k++) {
-                        if (lay->grid.size[e[k]] < 2)
-                            continue;
-                        for (int32_t dist = 1; dist <= 2; dist++)
-                            for (int sign = +1; sign >= -1; sign -= 2) {
-                                const cross c = {d, s, e[k], sign, dist, pres[pi]};
-                                if (!queue_cross(&rt, f, v, &c))
-                                    continue;
-                                const score sc = pending_score(&rt);
-                                ch.candidates++;
-                                if (within_budget(&rt, &sc, i + 1) &&
-                                    (!have || better(&sc, &best))) {
-                                    best = sc;
-                                    have = 1;
-                                    best_kind = SLIDE_CHOICE_CROSS;
-                                    best_cross = c;
-                                }
-                                clear_moves(&rt);
-                            }
-                    }
-                }
-            }
-        }
-        /* 3. direct replacement */
-        const int32_t nf = v >= 0 ? nearest_free(&rt, f) : -1;
-        if (nf >= 0) {
-            clear_moves(&rt);
-            add_move(&rt, v, nf);
-            const score sc = pending_score(&rt);
-            ch.candidates++;
-            ch.direct_load_max = sc.load_max;
-            if (within_budget(&rt, &sc, i + 1) && (!have || better(&sc, &best))) {
-                best = sc;
-                have = 1;
-                best_kind = SLIDE_CHOICE_DIRECT;
-                best_free = nf;
-            }
-            clear_moves(&rt);
-        }
-        /* 4. hybrid's map for the same failures, whole */
-        if (hybrid_alive) {
-            score sc;
-            map_loads(&rt, hybrid_map, rt.scratch, &sc.load_max, &sc.overloaded);
-            sc.spares = sc.moved = 0;
+        if (hybrid_alive) { /* hybrid's map for the same failures, whole */
+            candidate h;
+            memset(&h, 0, sizeof h);
+            h.kind = SLIDE_CHOICE_HYBRID;
+            map_loads(&rt, hybrid_map, rt.scratch, &h.sc.load_max, &h.sc.overloaded);
             for (int32_t r = 0; r < lay->ranks; r++) {
-                if (hybrid_map[r] == r2n[r])
-                    continue;
-                sc.spares += spare_change(&rt, r2n[r], hybrid_map[r]);
-                sc.moved++;
+                if (hybrid_map[r] != r2n[r]) {
+                    h.sc.spares += spare_change(&rt, r2n[r], hybrid_map[r]);
+                    h.sc.moved++;
+                }
             }
             ch.candidates++;
-            ch.hybrid_load_max = sc.load_max;
-            ch.hybrid_overloaded = sc.overloaded;
-            if (!have || better(&sc, &best)) { /* hybrid's own choice: no budget */
-                best = sc;
-                have = 1;
-                best_kind = SLIDE_CHOICE_HYBRID;
-            }
+            ch.hybrid_load_max = h.sc.load_max;
+            ch.hybrid_overloaded = h.sc.overloaded;
+            consider(&pk, &rt, i + 1, &h);
         }
-        if (!have) {
+        if (!pk.have_in && !pk.have_out) {
             rt.n2r[f] = v;
             rt.free_spares += v == NODE_FREE && is_spare_node(lay, f);
             if (err_index)
                 *err_index = i;
             return SLIDE_ENOSPARE;
         }
-        if (best_kind == SLIDE_CHOICE_NONE) {
-            ; /* the node held no rank: the map stays */
-        } else if (best_kind == SLIDE_CHOICE_BLOCK) {
-            queue_block(&rt, f, v, &best_block);
+        const candidate *c = pk.have_in ? &pk.in : &pk.out;
+        if (c->kind == SLIDE_CHOICE_HYBRID) {
+            adopt_map(&rt, hybrid_map);
+        } else if (c->kind != SLIDE_CHOICE_NONE) {
+            queue_candidate(&rt, f, v, c);
             commit_moves(&rt);
-            int e[2];
-            other_dims(best_block.d, e);
-            ch.dim = best_block.d;
-            ch.dir = best_block.s;
-            for (int k = 0; k < 2; k++) {
-                ch.lo[k] = best_block.lo[k];
-                ch.width[k] = best_block.w[k];
-            }
-        } else if (best_kind == SLIDE_CHOICE_CROSS) {
-            queue_cross(&rt, f, v, &best_cross);
-            commit_moves(&rt);
-            ch.dim = best_cross.d;
-            ch.dir = best_cross.s;
-            ch.lo[0] = best_cross.e;
-            ch.width[0] = best_cross.sign * best_cross.k;
-        } else if (best_kind == SLIDE_CHOICE_DIRECT) {
-            clear_moves(&rt);
-            add_move(&rt, v, best_free);
-            commit_moves(&rt);
-        } else {
-            memcpy(r2n, hybrid_map, sizeof *r2n * (size_t)lay->ranks);
-            for (int32_t node = 0; node < lay->nodes; node++)
-                if (rt.n2r[node] != NODE_DEAD)
-                    rt.n2r[node] = NODE_FREE;
-            for (int32_t r = 0; r < lay->ranks; r++)
-                rt.n2r[r2n[r]] = r;
-            rt.free_spares = 0;
-            for (int32_t node = 0; node < lay->nodes; node++)
-                rt.free_spares += rt.n2r[node] == NODE_FREE && is_spare_node(lay, node);
-            reset_loads(&rt);
         }
-        ch.kind = best_kind;
+        ch.kind = c->kind;
+        if (c->kind == SLIDE_CHOICE_BLOCK) {
+            ch.dim = c->blk.d;
+            ch.dir = c->blk.s;
+            for (int k = 0; k < 2; k++) {
+                ch.lo[k] = c->blk.lo[k];
+                ch.width[k] = c->blk.w[k];
+            }
+        } else if (c->kind == SLIDE_CHOICE_CROSS) {
+            ch.dim = c->crs.d;
+            ch.dir = c->crs.s;
+            ch.lo[0] = c->crs.e;
+            ch.width[0] = c->crs.sign * c->crs.k;
+        }
         ch.load_max = rt.load_max;
         ch.overloaded = rt.overloaded;
-        ch.spares = best.spares;
-        ch.moved = best.moved;
+        ch.spares = c->sc.spares;
+        ch.moved = c->sc.moved;
         if (choices)
             choices[i] = ch;
     }
