@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ftslide.sliding import runtime as stencil
+from ftslide.sliding.core import SlideError, compute_map, make_layout
 
 pytestmark = pytest.mark.mpi
 
@@ -29,6 +30,22 @@ def reference(mpi_prefix, jacobi):
     assert run.returncode == 0 and run.checksum, run.stdout + run.stderr
     assert not run.recoveries
     return run.checksum
+
+
+def holding_rank(method: str, kills: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    """Kill points for (node, iteration) pairs in iteration order: "iter=I" while the node holds a rank
+    under the method's map after the kills before it, else "waiting" (the node is a spare, or a 2D
+    slide left it idle: it dies when it starts waiting). Checks the schedule against the core."""
+    out, failed = [], []
+    layout = make_layout(GRID, SPARES)
+    for node, iteration in sorted(kills, key=lambda k: k[1]):
+        try:
+            holds = node in compute_map(layout, method, failed)
+        except SlideError:
+            holds = False  # out of spares already: the run stops before this kill
+        out.append((node, f"iter={iteration}" if holds else "waiting"))
+        failed.append(node)
+    return out
 
 
 def run_with(mpi_prefix, jacobi, method, kills):
@@ -51,11 +68,18 @@ def run_with(mpi_prefix, jacobi, method, kills):
     ("slide2d", [(1, "iter=12")], [[1]], [10]),
     # a failure before the first checkpoint: everyone restarts from the initial values
     ("hybrid", [(0, "iter=3")], [[0]], [0]),
-    # all four spares used up (spares = 4 failures), the last one on the spare that replaced node 1
-    ("hybrid", [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22")],
+    # all four spares used up (spares = 4 failures): after node 1 the 2D phase has moved the ranks to
+    # planes x=1, 2; the last failure is on a node the 1D phase moved a rank onto
+    ("hybrid", [(1, "iter=7"), (5, "iter=9"), (10, "iter=16"), (2, "iter=22")],
+     [[1], [1, 5], [1, 5, 10], [1, 5, 10, 2]], [5, 5, 15, 20]),
+    # routed: one failure (a whole plane, as hybrid), two, and all four spares
+    ("routed", [(1, "iter=12")], [[1]], [10]),
+    ("routed", [(1, "iter=12"), (6, "iter=23")], [[1], [1, 6]], [10, 20]),
+    # (routed keeps node 2's rank for the first two failures and uses spares 10 and 11 one at a time)
+    ("routed", [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22")],
      [[1], [1, 5], [1, 5, 2], [1, 5, 2, 6]], [5, 5, 15, 20]),
 ], ids=["one", "two-sequential", "two-simultaneous", "simple-two", "slide2d-one", "before-checkpoint",
-        "all-spares"])
+        "all-spares", "routed-one", "routed-two", "routed-all-spares"])
 def test_recovers_with_identical_result(mpi_prefix, jacobi, reference, method, kills, failed_after, resumes):
     run = run_with(mpi_prefix, jacobi, method, kills)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
@@ -73,7 +97,9 @@ def test_spare_killed_while_waiting(mpi_prefix, jacobi, reference):
 
 
 def test_kill_during_recovery_restarts_it(mpi_prefix, jacobi, reference):
-    """Node 1 dies at iteration 12; node 2 dies inside that recovery, after the shrink: a second attempt."""
+    """Node 1 dies at iteration 12; node 2 dies inside that recovery, after the shrink: a second attempt.
+    The 2D slide has just left node 2 idle, but it still holds rank 2's checkpoint: only node 10, which
+    waits for that state, sees the failure, and must wake the others."""
     run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "iter=12"), (2, "recovery_state")])
     assert run.returncode == 0, run.stderr[-3000:]
     assert [r.failed for r in run.recoveries] == [[1, 2]]
@@ -81,10 +107,12 @@ def test_kill_during_recovery_restarts_it(mpi_prefix, jacobi, reference):
     assert run.checksum == reference
 
 
-def test_out_of_spares_is_a_clear_error(mpi_prefix, jacobi):
+@pytest.mark.parametrize("method,nodes", [("hybrid", [1, 5, 10, 2, 4]), ("routed", [1, 5, 2, 6, 4])])
+def test_out_of_spares_is_a_clear_error(mpi_prefix, jacobi, method, nodes):
     """Five workers die one after another (spares + 1): the fifth recovery reports out of spares."""
-    kills = [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22"), (3, "iter=27")]
-    run = run_with(mpi_prefix, jacobi, "hybrid", kills)
+    kills = holding_rank(method, list(zip(nodes, [7, 9, 16, 22, 27])))
+    assert all(point.startswith("iter=") for _, point in kills), kills
+    run = run_with(mpi_prefix, jacobi, method, kills)
     assert run.returncode != 0
     assert len(run.recoveries) == 4
     assert run.checksum is None
@@ -130,15 +158,11 @@ def test_random_kill_schedules(mpi_prefix, jacobi, reference, seed):
 
     rng = random.Random(seed)
     for attempt in range(6):
-        method = rng.choice(["hybrid", "slide1d", "simple"])
-        kills: list[tuple[int, str]] = []
-        for node in rng.sample(range(12), rng.randint(1, 3)):
-            if node >= 8:
-                kills.append((node, "waiting"))
-            elif kills and rng.random() < 0.25:
-                kills.append((node, rng.choice(["recovery_start", "recovery_state"])))
-            else:
-                kills.append((node, f"iter={rng.randint(0, 38)}"))
+        method = rng.choice(["hybrid", "slide1d", "simple", "routed"])
+        nodes = rng.sample(range(12), rng.randint(1, 3))
+        kills = holding_rank(method, [(node, 0 if node >= 8 else rng.randint(0, 38)) for node in nodes])
+        if len(kills) > 1 and kills[-1][1].startswith("iter") and rng.random() < 0.25:
+            kills[-1] = (kills[-1][0], rng.choice(["recovery_start", "recovery_state"]))
         run = run_with(mpi_prefix, jacobi, method, kills)
         what = f"seed {seed} run {attempt}: {method} {kills}"
         if run.returncode == 0:

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 from ..errors import FtslideError
 from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
-                            ENOSURVIVOR, EPLANE, METHODS, Layout, Metrics, SlideError, compute_map,
-                            measure, parse_grid, strerror)
+                            ENOSURVIVOR, EPLANE, METHODS, Choice, Layout, Metrics, SlideError,
+                            compute_map, explain, measure, parse_grid, strerror)
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..simulation.placement import make_placement
 from ..ui.table import print_table
@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail", default="", metavar="LIST",
                         help="ordered failed nodes: ids (40), ranges (40-43) or coordinates (1.0.4), "
                         "comma-separated; none: the failure-free map")
+    parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
+                        help="routed's spare budget: keep a free spare node for each of the N "
+                        "failures expected (default 0: no reservation)")
     parser.add_argument("--keep-going", action="store_true",
                         help="a method that cannot place every failure reports the map before the "
                         "failure it could not place and the command still exits 0")
@@ -85,7 +88,7 @@ def parse_methods(text: str) -> list[str]:
 
 
 def layout_from_args(grid: str | None, topology: str | None, spares: str,
-                     order: str = "") -> Layout:
+                     order: str = "", expect: int = 0) -> Layout:
     """The layout of --grid/--spares on the network of --topology (the grammar of
     ``ftslide.sliding.topology``; a bare torus or mesh is the grid itself)."""
     if topology is None or topology.strip() in ("torus", "mesh"):
@@ -100,8 +103,8 @@ def layout_from_args(grid: str | None, topology: str | None, spares: str,
                 raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
             raise
         net = parse_topology(spec, order)
-        return make_placement(net, spec, spares).layout
-    return make_placement(parse_topology(topology, order), grid, spares).layout
+        return make_placement(net, spec, spares, expect).layout
+    return make_placement(parse_topology(topology, order), grid, spares, expect).layout
 
 
 def grid_string(grid: str, topology: str | None) -> str:
@@ -184,6 +187,7 @@ class MethodResult:
     metrics: Metrics
     placed: int                  # failures handled (all of them unless error is set)
     error: SlideError | None     # why failure #placed+1 could not be placed
+    choices: list[Choice] | None = None  # routed: what it did per failure
 
 
 def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodResult:
@@ -196,7 +200,49 @@ def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodRe
         if exc.index is None or exc.mapping is None or exc.code not in CAPACITY_ERRORS:
             raise
         mapping, placed, error = exc.mapping, exc.index, exc
-    return MethodResult(method, mapping, measure(layout, mapping), placed, error)
+    choices = explain(layout, failures[:placed])[1] if method == "routed" else None
+    return MethodResult(method, mapping, measure(layout, mapping), placed, error, choices)
+
+
+DIM_NAMES = "xyz"
+
+
+def describe_choice(layout: Layout, choice: Choice) -> str:
+    """One routed decision in words: 'block x+ y 10..11 z all', 'cross x- via y+1', ..."""
+    if choice.kind == "none":
+        return "none: the node held no rank"
+    if choice.kind == "hybrid":
+        return "hybrid's map"
+    if choice.kind == "direct":
+        return "direct to the nearest free node"
+    along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
+    if choice.kind == "cross":
+        (dim, steps), _ = choice.lines
+        return f"cross {DIM_NAMES[dim]}{steps:+d}, then {along}"
+    others = [d for d in range(3) if d != choice.dim]
+    parts = []
+    for d, (lo, width) in zip(others, choice.lines):
+        n = layout.grid.sizes[d] if d < len(layout.grid.sizes) else 1
+        if n == 1:
+            continue
+        hi = (lo + width - 1) % n
+        parts.append(f"{DIM_NAMES[d]} " + ("all" if width == n else str(lo) if width == 1
+                                            else f"{lo}..{hi}"))
+    return f"block {along} " + " ".join(parts)
+
+
+CHOICE_HEADERS = ("#", "failed node", "routed chose", "max load", "links >1", "spares", "moved",
+                  "compared", "hybrid's load", "direct's load")
+
+
+def choice_rows(layout: Layout, failures: Sequence[int], choices: Sequence[Choice]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for k, (node, c) in enumerate(zip(failures, choices), 1):
+        rows.append([k, f"{node} ({describe_node(layout, node)})", describe_choice(layout, c),
+                     c.load_max, c.overloaded, c.spares, c.moved, c.candidates,
+                     "-" if c.hybrid_load_max is None else c.hybrid_load_max,
+                     "-" if c.direct_load_max is None else c.direct_load_max])
+    return rows
 
 
 # ---- text and JSON ---------------------------------------------------------------
@@ -273,6 +319,14 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         if r.error is not None:
             entry["error"] = {"failure": r.placed + 1, "node": failures[r.placed],
                               "code": error_code_name(r.error.code), "message": str(r.error)}
+        if r.choices is not None:
+            entry["choices"] = [{"failure": k + 1, "node": failures[k], "kind": c.kind,
+                                 "choice": describe_choice(layout, c), "load_max": c.load_max,
+                                 "links_overloaded": c.overloaded, "spares": c.spares,
+                                 "moved": c.moved, "candidates": c.candidates,
+                                 "hybrid_load_max": c.hybrid_load_max,
+                                 "direct_load_max": c.direct_load_max}
+                                for k, c in enumerate(r.choices)]
         if with_map:
             entry["map"] = r.mapping
         methods.append(entry)
@@ -529,7 +583,8 @@ def run(args: argparse.Namespace) -> int:
     methods = parse_methods(args.method)
     if args.with_map and not args.json:
         raise FtslideError("--with-map only works with --json")
-    layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order)
+    layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order,
+                              args.expect_failures)
     failures = parse_failures(args.fail, layout)
     z = slice_z(layout, failures, args.slice) if args.plot else None
     if args.slice is not None and not args.plot:
@@ -544,6 +599,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(header_line(layout, failures))
         print_table(TABLE_HEADERS, [table_row(r, len(failures)) for r in results])
+        for r in results:
+            if r.choices:
+                print("\nrouted, failure by failure (the loads it compared: hybrid's map and the "
+                      "direct replacement from the same map):")
+                print_table(CHOICE_HEADERS, choice_rows(layout, failures, r.choices))
     if stuck:
         raise FtslideError(stuck_message(results))
     if plot is not None:

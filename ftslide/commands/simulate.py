@@ -37,8 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
     parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
-    parser.add_argument("--methods", default="simple,slide1d,slide2d,hybrid",
+    parser.add_argument("--methods", default="simple,slide1d,slide2d,hybrid,routed",
                         help="comma-separated substitution methods (default %(default)s)")
+    parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
+                        help="routed's spare budget: keep a free spare node for each of the N "
+                        "failures expected (default 0: no reservation)")
     parser.add_argument("--failures", default="0..8", help="failure counts: 0..8 or 0,2,4")
     parser.add_argument("--patterns", default="stencil7,barrier,allreduce",
                         help="comma-separated kernels: stencil7 (stencil5 in 2D; every halo at "
@@ -86,7 +89,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         allreduce_bytes=parse_size(args.allreduce_size, "--allreduce-size"),
         iters=args.iters, jobs=max(args.jobs, 0), timeout=args.timeout,
         simulate=not args.analytic_only, use_cache=not args.no_cache,
-        route_order=args.route_order)
+        route_order=args.route_order, expect=args.expect_failures)
 
 
 def _fmt(value: object, spec: str = ".2f") -> str:

@@ -45,12 +45,13 @@ class Placement:
         return self.layout.grid.periodic
 
 
-def make_placement(topology: Topology, grid: str | None, spares: str) -> Placement:
-    """Validate grid and spares against the topology and lay the grid onto its hosts."""
+def make_placement(topology: Topology, grid: str | None, spares: str, expect: int = 0) -> Placement:
+    """Validate grid and spares against the topology and lay the grid onto its hosts (``expect``:
+    routed's spare budget, see ``ftslide.sliding.core.make_layout``)."""
     if grid is None:
         if topology.kind in ("torus", "mesh") and len(topology.dims) in (2, 3):
             grid = f"{topology.kind}:" + "x".join(map(str, topology.dims))
         else:
             raise FtslideError(f"topology {topology} is not a 2D or 3D torus or mesh: give the "
                                f"stencil's node grid with --grid, e.g. --grid torus:8x8x8")
-    return Placement(topology, sc.make_layout(grid, spares, topology))
+    return Placement(topology, sc.make_layout(grid, spares, topology, expect))

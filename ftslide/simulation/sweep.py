@@ -58,6 +58,7 @@ class SweepConfig:
     simulate: bool = True
     use_cache: bool = True
     route_order: str = ""
+    expect: int = 0
 
 
 @dataclass
@@ -111,7 +112,7 @@ def kernel_name(pattern: str, ndims: int) -> str:
 def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     """Check everything that can be checked before any work; one-line errors."""
     topology = parse_topology(cfg.topology, cfg.route_order)
-    placement = make_placement(topology, cfg.grid, cfg.spares)
+    placement = make_placement(topology, cfg.grid, cfg.spares, cfg.expect)
     if not cfg.methods:
         raise FtslideError("no method given: choose from " + ", ".join(sc.METHODS))
     for m in cfg.methods:

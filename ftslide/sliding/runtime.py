@@ -23,7 +23,7 @@ LIBRARY_SOURCES = (SLIDING / "runtime" / "src" / "sliding.c", *sorted((SLIDING /
 LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
-RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid")
+RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid", "routed")
 # Places where a node can be killed: "iter=I" (start of iteration I, workers),
 # "waiting" (a spare or idle process entering its wait), "recovery_start" and
 # "recovery_state" (inside a recovery, before the shrink / before moving state).

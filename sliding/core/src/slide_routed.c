@@ -189,10 +189,15 @@ static void clear_moves(routed *rt)
     rt->nmoved = 0;
 }
 
-static void add_move(routed *rt, int32_t rank, int32_t node)
+/* Queue rank's move to node; 0 if the rank is queued already (a path that
+ * comes back on itself is no candidate). */
+static int add_move(routed *rt, int32_t rank, int32_t node)
 {
+    if (rt->newnode[rank] >= 0)
+        return 0;
     rt->newnode[rank] = node;
     rt->moved[rt->nmoved++] = rank;
+    return 1;
 }
 
 /* Score of the pending moves: loads with them applied (then taken back). */
@@ -242,8 +247,8 @@ static int32_t steps_to_free(const routed *rt, int32_t start, int d, int s)
 
 /* Queue the shift of one line: `carry` (the rank leaving `start`) and every
  * rank after it on the way to the free node `steps` away move one alive node
- * further (dead nodes are jumped over). */
-static void queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, int32_t carry)
+ * further (dead nodes are jumped over). 0 if a rank was queued already. */
+static int queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, int32_t carry)
 {
     int32_t node = start;
     for (int32_t k = 0; k < steps; k++) {
@@ -251,9 +256,11 @@ static void queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, 
         const int32_t v = rt->n2r[node];
         if (v == NODE_DEAD)
             continue;
-        add_move(rt, carry, node);
+        if (!add_move(rt, carry, node))
+            return 0;
         carry = v;
     }
+    return 1;
 }
 
 /* The lines of a block: along d, through the points (a, b) of the other two
@@ -299,11 +306,10 @@ static int queue_block(routed *rt, int32_t f, int32_t v, const block *b)
             if (carry < 0)
                 continue; /* no rank at the start: the line has shifted already */
             const int32_t steps = steps_to_free(rt, start, b->d, b->s);
-            if (steps < 0) {
+            if (steps < 0 || !queue_shift(rt, start, b->d, b->s, steps, carry)) {
                 clear_moves(rt);
                 return 0;
             }
-            queue_shift(rt, start, b->d, b->s, steps, carry);
         }
     return 1;
 }
@@ -317,6 +323,8 @@ static int queue_block(routed *rt, int32_t f, int32_t v, const block *b)
 static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
 {
     const slide_layout *lay = rt->lay;
+    if (c->k % lay->grid.size[c->e] == 0)
+        return 0; /* around a short ring and back to f's line: no crossing */
     int32_t turn = f;
     for (int32_t i = 0; i < c->pre + c->k; i++) {
         turn = step(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
@@ -334,7 +342,8 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
         const int32_t r = rt->n2r[node];
         if (r == NODE_DEAD)
             continue;
-        add_move(rt, carry, node);
+        if (!add_move(rt, carry, node))
+            break;
         if (r == NODE_FREE)
             return 1;
         carry = r;

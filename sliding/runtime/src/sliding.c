@@ -386,6 +386,16 @@ static int recover_all(sliding_t *s)
             }
         }
         t.state += now() - phase;
+        if (rc != MPI_SUCCESS) {
+            /* Wake the peers still blocked on us in the state moves or the
+             * checkpoint exchange: a failure only some of them can see (an
+             * idle node that held a checkpoint) would leave the rest waiting.
+             * The agreement below works on revoked communicators. */
+            if (s->cart != MPI_COMM_NULL) {
+                MPIX_Comm_revoke(s->cart);
+            }
+            MPIX_Comm_revoke(s->alive);
+        }
 
         phase = now();
         int ok = rc == MPI_SUCCESS;
