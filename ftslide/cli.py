@@ -60,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FtslideError as exc:
         print(f"ftslide {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except MemoryError:
+        print(f"ftslide {args.command}: error: out of memory: the problem is too large for this machine "
+              "(a smaller grid or topology)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"ftslide {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -340,7 +340,11 @@ def _int32_array(values: Iterable[object], what: str) -> "array[int]":
 
 
 def _workspace(nbytes: int) -> "ctypes.Array[ctypes.c_uint64]":
-    return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
+    try:
+        return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
+    except MemoryError:
+        raise SlideError(f"not enough memory for the core's {nbytes / 2**20:.0f} MiB workspace: "
+                         "the grid is too large for this machine", EINVAL) from None
 
 
 # ---- mappings ------------------------------------------------------------------
