@@ -29,7 +29,7 @@ static inline int slide_is_spare_c_(const slide_layout *lay, const int32_t c[3])
 #define NODE_FREE (-1) /* node state: alive, no rank */
 #define NODE_DEAD (-2) /* node state: failed */
 
-/* A method's left fold over failures (slide_map.c): simple, slide1d and
+/* A method's left fold over failures (slide_fold.c): simple, slide1d and
  * hybrid's 1D phase work on node states, slide2d and hybrid's 2D phase on
  * plane maps. r2n is the map after the failures so far. */
 typedef struct slide_fold {

@@ -776,17 +776,3 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     }
     return SLIDE_OK;
 }
-
-int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
-                      int32_t *rank_to_node, slide_choice *choices, void *work, size_t work_bytes,
-                      int32_t *err_index)
-{
-    if (err_index)
-        *err_index = -1;
-    if (lay == NULL || rank_to_node == NULL || work == NULL || nfailed < 0 ||
-        (failed == NULL && nfailed > 0))
-        return SLIDE_EINVAL;
-    if (work_bytes < slide_map_workspace_bytes(lay) || ((uintptr_t)work % 8) != 0)
-        return SLIDE_EWORKSPACE;
-    return slide_routed_(lay, failed, nfailed, rank_to_node, choices, (int32_t *)work, err_index);
-}
