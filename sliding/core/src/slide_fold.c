@@ -49,43 +49,13 @@ static int32_t line_index(const slide_layout *lay, int d, int32_t node)
     return idx;
 }
 
-/* Neighbour of node one step along dimension d in direction s (+1/-1), or
- * -1 past a mesh edge. */
-static int32_t step_node(const slide_layout *lay, int32_t node, int d, int s)
-{
-    int32_t n = lay->grid.size[d];
-    int32_t c = slide_coord_(lay, node, d);
-    int32_t c2 = c + s;
-    if (c2 < 0 || c2 >= n) {
-        if (!lay->grid.periodic)
-            return -1;
-        c2 = (c2 + n) % n;
-    }
-    return node + (c2 - c) * lay->stride[d];
-}
-
-/* Steps from start along d in direction s to the first free node, or -1. */
-static int32_t steps_to_free(const node_ctx *cx, int32_t start, int d, int s)
-{
-    int32_t n = cx->lay->grid.size[d];
-    int32_t node = start;
-    for (int32_t k = 1; k < n; k++) {
-        node = step_node(cx->lay, node, d, s);
-        if (node < 0)
-            return -1;
-        if (cx->n2r[node] == NODE_FREE)
-            return k;
-    }
-    return -1;
-}
-
 /* Direction rule: nearest free node along the line through start parallel to
  * d, ties to +. Sets *dir and returns the steps, or -1 if the line (start
  * excluded) has no free node. */
 static int32_t nearest_on_line(const node_ctx *cx, int32_t start, int d, int *dir)
 {
-    int32_t up = steps_to_free(cx, start, d, +1);
-    int32_t down = steps_to_free(cx, start, d, -1);
+    int32_t up = slide_steps_to_free_(cx->lay, cx->n2r, start, d, +1);
+    int32_t down = slide_steps_to_free_(cx->lay, cx->n2r, start, d, -1);
     if (up < 0 && down < 0)
         return -1;
     if (down < 0 || (up >= 0 && up <= down)) {
@@ -102,7 +72,7 @@ static int32_t append_walk(const node_ctx *cx, int32_t len, int32_t from, int d,
 {
     int32_t node = from;
     for (int32_t k = 0; k < steps; k++) {
-        node = step_node(cx->lay, node, d, dir);
+        node = slide_step_(cx->lay, node, d, dir);
         cx->path[len++] = node;
     }
     return len;

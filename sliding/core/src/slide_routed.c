@@ -269,32 +269,9 @@ static score pending_score(routed *rt)
     return sc;
 }
 
-/* Node one step from `node` along d in direction s, or -1 past a mesh edge. */
-static int32_t step(const slide_layout *lay, int32_t node, int d, int s)
-{
-    const int32_t n = lay->grid.size[d], c = slide_coord_(lay, node, d);
-    int32_t c2 = c + s;
-    if (c2 < 0 || c2 >= n) {
-        if (!lay->grid.periodic)
-            return -1;
-        c2 = (c2 + n) % n;
-    }
-    return node + (c2 - c) * lay->stride[d];
-}
-
-/* Steps from `start` along d toward s to the first free node (dead nodes are
- * passed), or -1 if the line has none before coming back to start. */
 static int32_t steps_to_free(const routed *rt, int32_t start, int d, int s)
 {
-    int32_t node = start;
-    for (int32_t k = 1; k < rt->lay->grid.size[d]; k++) {
-        node = step(rt->lay, node, d, s);
-        if (node < 0)
-            return -1;
-        if (rt->n2r[node] == NODE_FREE)
-            return k;
-    }
-    return -1;
+    return slide_steps_to_free_(rt->lay, rt->n2r, start, d, s);
 }
 
 /* Queue the shift of one line: `carry` (the rank leaving `start`) and every
@@ -304,7 +281,7 @@ static int queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, i
 {
     int32_t node = start;
     for (int32_t k = 0; k < steps; k++) {
-        node = step(rt->lay, node, d, s);
+        node = slide_step_(rt->lay, node, d, s);
         const int32_t v = rt->n2r[node];
         if (v == NODE_DEAD)
             continue;
@@ -379,7 +356,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
         return 0; /* around a short ring and back to f's line: no crossing */
     int32_t turn = f;
     for (int32_t i = 0; i < c->pre + c->k; i++) {
-        turn = step(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
+        turn = slide_step_(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
         if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] == NODE_DEAD))
             return 0;
     }
@@ -390,7 +367,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
     int32_t node = f, carry = v;
     for (int32_t i = 0; i < c->pre + c->k + along; i++) {
         const int across = i >= c->pre && i < c->pre + c->k;
-        node = step(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
+        node = slide_step_(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
         const int32_t r = rt->n2r[node];
         if (r == NODE_DEAD)
             continue;
@@ -410,7 +387,7 @@ static int32_t run_of_ranks(const routed *rt, int32_t f, int d, int s)
 {
     int32_t node = f, k = 0;
     for (; k + 1 < rt->lay->grid.size[d]; k++) {
-        node = step(rt->lay, node, d, s);
+        node = slide_step_(rt->lay, node, d, s);
         if (node < 0 || rt->n2r[node] < 0)
             break;
     }
@@ -468,17 +445,17 @@ static void aligned_run(const routed *rt, int32_t f, int d, int s, int e, int32_
     const int32_t n = lay->grid.size[e], c = slide_coord_(lay, f, e);
     int32_t below = 0, above = 0;
     while (below + above + 1 < n) {
-        int32_t node = step(lay, f, e, -1);
+        int32_t node = slide_step_(lay, f, e, -1);
         for (int32_t k = 1; k <= below && node >= 0; k++)
-            node = step(lay, node, e, -1);
+            node = slide_step_(lay, node, e, -1);
         if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
             break;
         below++;
     }
     while (below + above + 1 < n) {
-        int32_t node = step(lay, f, e, +1);
+        int32_t node = slide_step_(lay, f, e, +1);
         for (int32_t k = 1; k <= above && node >= 0; k++)
-            node = step(lay, node, e, +1);
+            node = slide_step_(lay, node, e, +1);
         if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
             break;
         above++;
