@@ -5,10 +5,10 @@
  * State: the current map (r2n, n2r), dead flags, and the stencil's load on
  * every link with a histogram of the loads, so that the max load and the
  * count of links above 1 are known at any time; the same per dimension of the
- * stencil (the messages of the pairs along it), for the phased exchange. A candidate is a list of rank
- * moves; it is scored by applying the moves to the loads, reading the
- * histogram and taking them back: only the messages of moved ranks are routed
- * again. */
+ * stencil (the messages of the pairs along it), for the phased exchange. A
+ * candidate is a list of rank moves; it is scored by applying the moves to
+ * the loads, reading the histograms and taking them back: only the messages of
+ * moved ranks are routed again. */
 #include "slide_internal.h"
 
 #include <string.h>
