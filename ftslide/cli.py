@@ -16,6 +16,9 @@ from . import __version__
 from .errors import FtslideError
 from .build.mpi import ensure_stdin
 
+DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Open MPI build, sliding "
+               "substitution, SimGrid simulations and job-manager adapters")
+
 # Sub-command modules under ftslide/commands, in the order --help lists them.
 COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster", "jobscript",
             "notify"]
@@ -29,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = _Parser(prog="ftslide", description=__doc__.splitlines()[0].rstrip("."))
+    parser = _Parser(prog="ftslide", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ftslide {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules = {}

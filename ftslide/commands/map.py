@@ -164,7 +164,8 @@ def check_plot_path(path: Path) -> Path:
         raise FtslideError(f"--plot {path}: the file name must end in .png or .svg")
     folder = path.parent
     if not folder.is_dir():
-        raise FtslideError(f"--plot {path}: folder '{folder}' does not exist; create it first")
+        what = "is a file, not a folder" if folder.exists() else "does not exist; create it first"
+        raise FtslideError(f"--plot {path}: folder '{folder}' {what}")
     if path.is_dir():
         raise FtslideError(f"--plot {path} is a folder; give a file name ending in .png or .svg")
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -187,6 +187,7 @@ def write(text: str, path: Path) -> None:
     """Write an executable script atomically: a failure leaves neither a partial nor a temporary file."""
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise FtslideError(f"cannot write {path}: directory {directory} does not exist")
+        what = "is a file, not a directory" if directory.exists() else "does not exist"
+        raise FtslideError(f"cannot write {path}: {directory} {what}")
     write_text(path, text, mode=0o755)
 

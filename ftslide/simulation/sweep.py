@@ -137,6 +137,10 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
         raise FtslideError("--trials must be at least 1")
     if cfg.iters < 1:
         raise FtslideError("--iters must be at least 1")
+    if cfg.jobs < 0:
+        raise FtslideError(f"--jobs must be 0 (one per core) or more, not {cfg.jobs}")
+    if not cfg.timeout > 0:
+        raise FtslideError(f"--timeout must be a positive number of seconds, not {cfg.timeout:g}")
     return topology, placement
 
 
