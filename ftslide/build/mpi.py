@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Sequence
@@ -171,10 +172,15 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
     full_env.update(env or {})
     name, value = run_marker()
     full_env[name] = value
+    scratch = launch_scratch(full_env)
     # mpirun forwards stdin to rank 0 and hangs when stdin is closed: give it /dev/null.
-    proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE if capture else None,
-                            stderr=subprocess.PIPE if capture else None)
+    try:
+        proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture else None,
+                                stderr=subprocess.PIPE if capture else None)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -186,7 +192,26 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
         # Ranks or daemons that outlive mpirun (or a timeout) are killed too.
         kill_processes(proc.pid, f"{name}={value}")
         proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+# Where a launch's runtime files go (MCA parameter -> environment variable that sets it): prterun's
+# session directory (PMIx rendezvous files, per-job folders) and the shared-memory segments of the sm
+# BTL and osc. A SIGKILLed rank never unlinks its segment, so each launch gets a folder of its own
+# that is removed when mpirun ends; the program's own TMPDIR is left alone.
+LAUNCH_SCRATCH_VARIABLES = ("PRTE_MCA_prte_tmpdir_base", "OMPI_MCA_btl_sm_backing_directory",
+                            "OMPI_MCA_osc_sm_backing_directory")
+
+
+def launch_scratch(env: dict[str, str]) -> Path:
+    """A fresh folder for one launch's runtime files (in /dev/shm where it exists), set in ``env``
+    for every variable of LAUNCH_SCRATCH_VARIABLES the caller has not set."""
+    shm = Path("/dev/shm")
+    scratch = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir=shm if shm.is_dir() else None))
+    for variable in LAUNCH_SCRATCH_VARIABLES:
+        env.setdefault(variable, str(scratch))
+    return scratch
 
 
 def ensure_stdin() -> None:

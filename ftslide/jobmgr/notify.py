@@ -38,6 +38,14 @@ def running_jobs() -> list[int]:
 def server_uri(pid: int) -> str:
     """The PMIx server URI of prterun ``pid``, from its rendezvous file pmix.<host>.tool.<pid>."""
     bases = {Path(os.environ.get("TMPDIR", "/tmp")), Path("/tmp")}
+    try:  # the session directory base the job was launched with (ftslide run sets one per launch)
+        job_env = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                       if b"=" in entry)
+    except OSError:
+        job_env = {}
+    for variable in (b"PRTE_MCA_prte_tmpdir_base", b"TMPDIR"):
+        if variable in job_env:
+            bases.add(Path(job_env[variable].decode(errors="replace")))
     for base in bases:
         for path in base.glob(f"prterun.*.{pid}.*/pmix.*.tool.{pid}"):
             try:
