@@ -78,6 +78,12 @@ CASES = [
     ("demo --spares q:1", "bad spare layout"),
     ("env --bogus", "unrecognized arguments"),
     ("build-mpi --jobs 0", "--jobs"),
+    ("faults --runs 0", "--runs"),
+    ("faults --phases nope", "unknown phase"),
+    ("faults --method shrink", "cannot run"),
+    ("faults --grid 4x4", "is 2D"),
+    ("faults --timeout 0", "--timeout"),
+    ("faults --out /nonexistent/r.json", "does not exist"),
     ("frobnicate", "invalid choice"),
 ]
 
