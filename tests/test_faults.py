@@ -54,3 +54,16 @@ def test_plan_is_seeded():
     assert [faults.plan(c, i)[0] for i in range(c.runs)] == list(faults.PHASES)
     other = faults.Campaign(runs=len(faults.PHASES), seed=6)
     assert [faults.plan(c, i) for i in range(c.runs)] != [faults.plan(other, i) for i in range(c.runs)]
+
+
+@pytest.mark.parametrize("grid,spares", [("torus:3x2x2", "x:1"), ("mesh:3x3x2", "x:1,y:1"),
+                                         ("mesh:2x2x3", "x:1,y:1"), ("torus:4x4x4", "x:2")])
+def test_exhaust_plans_more_failures_than_spares(grid, spares):
+    """Even where spares outnumber workers (2x2x3 with a plane on x and on y: 3 workers, 9 spares)."""
+    c = faults.Campaign(grid=grid, spares=spares, phases=("exhaust",), iterations=12, checkpoint_every=5)
+    faults.check(c)
+    layout = faults.make_layout(grid, spares)
+    for index in range(20):
+        _phase, _method, kills = faults.plan(c, index)
+        nodes = [node for node, _point in kills]
+        assert len(set(nodes)) == len(nodes) == layout.nodes - len(layout.initial_map()) + 1

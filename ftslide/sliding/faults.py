@@ -17,7 +17,7 @@ that a recovery happens, except where the phase is that first failure):
 - ``recovery_start`` ... ``recovery_commit``: a worker dies at an iteration, and another process
   (worker or spare, drawn at random) dies at that step of the recovery that follows;
 - ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
-- ``exhaust``: more workers die, one after another, than the spares can absorb.
+- ``exhaust``: more nodes die, one after another, than there are spares (workers first).
 """
 
 from __future__ import annotations
@@ -121,10 +121,13 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
         if promoted:
             kills.append((rng.choice(promoted), "promoted"))
     elif phase == "exhaust":
-        victims = [first]
+        victims = [first]  # one more failure than spares; workers first, spares once none is left
         for _ in range(len(spares)):
-            victims.append(rng.choice([w for w in workers if w not in victims]))
-        steps = sorted(rng.sample(range(1, last + 1), len(victims)))
+            pool = [w for w in workers if w not in victims] or [n for n in others if n not in victims]
+            victims.append(rng.choice(pool))
+        span = range(1, last + 1)
+        steps = sorted(rng.sample(span, len(victims)) if len(victims) <= len(span) else
+                       rng.choices(span, k=len(victims)))
         kills = holding_rank(layout, method, list(zip(victims, steps)))
     return phase, method, kills
 
