@@ -327,6 +327,10 @@ void process(uint32_t me)
     }
     const double inf = std::numeric_limits<double>::infinity();
     size_t &next = G.next[me];
+    // Eager delivery: a message starts flowing to this host when it is sent,
+    // not when this actor asks for it (SimGrid's default rendezvous would
+    // serialise the messages that reach one process at the same time).
+    G.mbox[me]->set_receiver(sg4::Actor::self());
     core->start();
     G.started++;
     check_quiescence();
@@ -338,6 +342,7 @@ void process(uint32_t me)
         if (G.crashed[me] || my_crash <= t) {
             crash(me, false);
             check_quiescence();
+            G.mbox[me]->set_receiver(nullptr);
             return; // the actor dies with its state; its undelivered messages are lost
         }
         while (next < G.crashes.size() && G.crashes[next].time + G.detect <= t) {
