@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--proto", default="era", choices=ps.PROTOS, help="protocol (default era)")
     sim.add_argument("--tree", default="binomial", choices=ps.TREES,
                      help="agreement tree over the live positions: binomial (default), binary heap or knomial4")
+    sim.add_argument("--order", default="rank", choices=ps.ORDERS,
+                     help="agreement positions in rank order (default) or in the folded torus order, so that "
+                          "the tree follows the torus rings (needs a torus of exactly P hosts)")
     sim.add_argument("--when", default="during", choices=("during", "before"),
                      help="failures discovered during the operation (default) or dead before it")
     sim.add_argument("--detect", default="1us", help="failure detection delay (default 1us)")
@@ -101,13 +104,14 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
         res = ps.sweep(args.proto, p_list, fs, args.topology, work, when=args.when, detect=detect,
-                       seed=args.seed, timeout=args.timeout, progress=progress, tree=args.tree)
+                       seed=args.seed, timeout=args.timeout, progress=progress, tree=args.tree,
+                       order=args.order)
     rows = []
     for pt in res.points:
         base = next(q for q in res.points if q.p == pt.p and q.f == min(fs))
         rows.append([pt.p, pt.f, f"{pt.latency * 1e6:.2f}", f"{pt.latency / base.latency:.2f}x",
                      pt.messages, pt.bytes, pt.failed, f"{pt.wall:.2f}"])
-    tree = f" ({args.tree} tree)" if args.proto in ps.AGREEMENTS else ""
+    tree = f" ({args.tree} tree, {args.order} order)" if args.proto in ps.AGREEMENTS else ""
     print(f"{args.proto}{tree} on {args.topology}, failures {args.when} the operation, detection delay "
           f"{detect * 1e6:g} us")
     print_table(["P", "F", "latency_us", "vs_F0", "messages", "bytes", "agreed_failed", "wall_s"], rows)
