@@ -166,7 +166,7 @@ def test_simulate_cli_prints_tables_allreduce_and_writes_outputs(tmp_path: Path)
     data = json.loads((tmp_path / "protocols-era-early-during.json").read_text())
     assert [pt["f"] for pt in data["points"]] == [0, 1, 2, 3]
     assert data["allreduce_latency_s"]["64"] > 0
-    for name in ("latency", "messages"):
+    for name in ("latency", "messages", "residuals"):
         png = tmp_path / f"protocols-era-early-during-{name}.png"
         assert png.read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "protocols-era-early-during.csv").read_text().startswith("proto,p,f,")

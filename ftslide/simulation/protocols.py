@@ -369,7 +369,7 @@ def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workd
 
 
 def write_outputs(res: SweepResult, out: Path) -> list[Path]:
-    """CSV, JSON and PNG plots (latency vs F with the fit, messages vs F)."""
+    """CSV, JSON and PNG plots (latency vs F with the fit, the fit's residuals, messages vs F)."""
     import csv
 
     out.mkdir(parents=True, exist_ok=True)
@@ -398,7 +398,9 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for what in ("latency", "messages"):
+    for what in ("latency", "messages", "residuals"):
+        if what == "residuals" and not res.fits:
+            continue
         fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=80)
         for i, p in enumerate(sorted({pt.p for pt in res.points})):
             pts = [pt for pt in res.points if pt.p == p]
@@ -411,10 +413,17 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
                     grid = list(range(min(fs), max(fs) + 1))
                     ax.plot(grid, [(fit.a + fit.b * sum_log(p, f)) * 1e6 for f in grid], "-", color=color,
                             label=f"fit a+b·Σlog2(P−f), R²={fit.r2:.3f}")
+            elif what == "residuals":
+                fit = res.fits.get(p)
+                if fit:
+                    ax.plot(fs, [(pt.latency - fit.a - fit.b * sum_log(p, pt.f)) * 1e6 for pt in pts], "o-",
+                            color=color, label=f"P={p}, R²={fit.r2:.4f}")
+                    ax.axhline(0.0, color="grey", lw=0.8)
             else:
                 ax.plot(fs, [pt.messages for pt in pts], "o-", color=color, label=f"P={p}")
         ax.set_xlabel("failures F")
-        ax.set_ylabel("latency (µs)" if what == "latency" else "messages")
+        ax.set_ylabel({"latency": "latency (µs)", "messages": "messages",
+                       "residuals": "latency − fit (µs)"}[what])
         tree = f", {res.tree} tree, {res.order} order" if res.proto in AGREEMENTS else ""
         ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when} the operation", fontsize=10)
         ax.grid(alpha=0.3)
