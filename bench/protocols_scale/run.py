@@ -55,9 +55,17 @@ class Platforms:
         return self.made[kind, p]
 
 
+def load() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
 def scale(args: argparse.Namespace, plats: Platforms) -> None:
     budget = ps.available_memory() * args.fraction
     fs = ps.parse_failures(args.failures)
+    load0 = load()
     rows = []
     for proto in args.protos.split(","):
         p, note = args.p, ""
@@ -76,20 +84,22 @@ def scale(args: argparse.Namespace, plats: Platforms) -> None:
                 out = ps.run_driver(plat, proto, p, crashes, adv, timeout=args.timeout,
                                     tree=args.tree if agreement else "binomial", torus=dims)
             except FtslideError as exc:
-                rows.append([proto, p, f, "-", "-", "-", "-", "-", str(exc)])
+                rows.append([proto, p, f, "-", "-", "-", "-", "-", "-", str(exc)])
                 continue
             wall = time.monotonic() - t0
             gb = out.get("maxrss_kb", 0) * 1024 / 1e9
             if f == 0:
                 baseline = out["latency"]
             if f in fs:
-                rows.append([proto, p, f, f"{wall:.1f}", f"{gb:.2f}", f"{out['latency'] * 1e6:.2f}",
-                             "yes" if wall <= WALL_TARGET_S else "NO", "yes" if gb <= MEMORY_TARGET_GB else "NO",
-                             note])
+                rows.append([proto, p, f, f"{wall:.1f}", f"{out['cpu']:.1f}", f"{gb:.2f}",
+                             f"{out['latency'] * 1e6:.2f}", "yes" if wall <= WALL_TARGET_S else "NO",
+                             "yes" if gb <= MEMORY_TARGET_GB else "NO", note])
     shape = f"{args.tree} tree, {args.order} order" if args.order else args.tree
     print(f"scale: one operation per row, {args.topology} (auto-sized), agreement on the {shape}; targets "
-          f"{WALL_TARGET_S:.0f} s wall and {MEMORY_TARGET_GB:.2f} GB (4 GiB) peak")
-    print_table(["proto", "P", "F", "wall_s", "peak_GB", "latency_us", "wall_ok", "memory_ok", "note"], rows)
+          f"{WALL_TARGET_S:.0f} s wall and {MEMORY_TARGET_GB:.2f} GB (4 GiB) peak; cpu_s = the driver's CPU time, "
+          f"its wall time on an idle core; load average before/after {load0}/{load()}")
+    print_table(["proto", "P", "F", "wall_s", "cpu_s", "peak_GB", "latency_us", "wall_ok", "memory_ok", "note"],
+                rows)
 
 
 def ratios(args: argparse.Namespace, plats: Platforms) -> None:

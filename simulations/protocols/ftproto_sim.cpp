@@ -447,6 +447,16 @@ long maxrss_kb()
     return ru.ru_maxrss;
 }
 
+// CPU seconds (user + system) of this process: the wall time it would take on
+// an idle core, whatever else shares the machine (the driver is one thread).
+double cpu_s()
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 const char *proto_name(Proto p)
 {
     switch (p) {
@@ -619,11 +629,11 @@ int main(int argc, char **argv)
                 "\"latency\": %.9g, \"end\": %.9g, \"messages\": %" PRIu64 ", \"messages_at_decision\": %" PRIu64
                 ", \"bytes\": %" PRIu64 ", \"flag\": %" PRIu64 ", \"err\": %d, \"failed\": [%s], "
                 "\"crashed\": [%s], \"crashed_before\": [%s], \"detect\": %.9g, \"quiescent\": %s, "
-                "\"wall\": %.3f, \"maxrss_kb\": %ld, \"tree\": \"%s\"}\n",
+                "\"wall\": %.3f, \"cpu\": %.3f, \"maxrss_kb\": %ld, \"tree\": \"%s\"}\n",
                 proto_name(G.proto), G.P, alive, decided, decisions.size(), latency, G.finish_time, G.sent,
                 G.sent_at_last_decision, G.bytes, any ? any->flag : 0, any ? any->err : 0,
                 any ? rank_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
-                G.finished ? "true" : "false", wall, maxrss_kb(), era_tree_name(G.tree));
+                G.finished ? "true" : "false", wall, cpu_s(), maxrss_kb(), era_tree_name(G.tree));
     std::fflush(stdout);
     bool ok = G.finished && decisions.size() <= 1 &&
               (decided == alive || ((G.proto == Proto::Bmg || G.proto == Proto::BmgLean) && decided == 0));
