@@ -162,14 +162,26 @@ def test_simulate_cli_prints_tables_allreduce_and_writes_outputs(tmp_path: Path)
                    "--proto", "era-early", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "allreduce_us" in proc.stdout and "ratio" in proc.stdout
+    assert "(knomial4 tree, rank order)" in proc.stdout  # the defaults; no torus order off a torus
     assert "a + b * sum_{f=1..F} log2(P - f)" in proc.stdout
-    data = json.loads((tmp_path / "protocols-era-early-during.json").read_text())
+    stem = "protocols-era-early-during-knomial4"
+    data = json.loads((tmp_path / f"{stem}.json").read_text())
     assert [pt["f"] for pt in data["points"]] == [0, 1, 2, 3]
     assert data["allreduce_latency_s"]["64"] > 0
     for name in ("latency", "messages", "residuals"):
-        png = tmp_path / f"protocols-era-early-during-{name}.png"
+        png = tmp_path / f"{stem}-{name}.png"
         assert png.read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "protocols-era-early-during.csv").read_text().startswith("proto,p,f,")
+    assert (tmp_path / f"{stem}.csv").read_text().startswith("proto,p,f,")
+
+
+@needs_simgrid
+def test_simulate_cli_takes_the_torus_order_on_a_torus() -> None:
+    proc = ftslide("protocols", "simulate", "--p", "64,256", "--failures", "0,2", "--proto", "era")
+    assert proc.returncode == 0, proc.stderr
+    assert "(knomial4 tree, torus order) on torus" in proc.stdout
+    proc = ftslide("protocols", "simulate", "--p", "64", "--failures", "0", "--proto", "era", "--order", "rank",
+                   "--tree", "binomial")
+    assert proc.returncode == 0 and "(binomial tree, rank order)" in proc.stdout, proc.stderr
 
 
 def test_check_cli_exhaustive_p3_passes() -> None:

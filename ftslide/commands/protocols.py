@@ -40,11 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--topology", default="torus",
                      help="torus | fattree (sized for each P) or a spec: torus:16x16x16, fattree:2;16,16;1,16;1,1")
     sim.add_argument("--proto", default="era", choices=ps.PROTOS, help="protocol (default era)")
-    sim.add_argument("--tree", default="binomial", choices=ps.TREES,
-                     help="agreement tree over the live positions: binomial (default), binary heap or knomial4")
-    sim.add_argument("--order", default="rank", choices=ps.ORDERS,
-                     help="agreement positions in rank order (default) or in the folded torus order, so that "
-                          "the tree follows the torus rings (needs a torus of exactly P hosts)")
+    sim.add_argument("--tree", default="knomial4", choices=ps.TREES,
+                     help="agreement tree over the live positions: knomial4 (default), binomial or binary heap")
+    sim.add_argument("--order", default="auto", choices=("auto", *ps.ORDERS),
+                     help="agreement positions in rank order or in the folded torus order, so that the tree "
+                          "follows the torus rings (needs a torus of exactly P hosts); auto (default): torus "
+                          "order for an agreement on such a torus, rank order otherwise")
     sim.add_argument("--when", default="during", choices=("during", "before"),
                      help="failures discovered during the operation (default) or dead before it")
     sim.add_argument("--detect", default="1us", help="failure detection delay (default 1us)")
@@ -95,8 +96,10 @@ def _simulate(args: argparse.Namespace) -> int:
     p_list = ps.parse_p_list(args.p)
     fs = ps.parse_failures(args.failures)
     detect = ps.parse_detect(args.detect)
-    for p in p_list:
-        ps.topology_for(args.topology, p)
+    topos = [ps.topology_for(args.topology, p) for p in p_list]
+    if args.order == "auto":
+        on_torus = all(t.kind in ("torus", "ring") and t.hosts == p for t, p in zip(topos, p_list))
+        args.order = "torus" if on_torus and args.proto in ps.AGREEMENTS else "rank"
     with tempfile.TemporaryDirectory(prefix="ftslide-protocols-") as tmp:
         work = Path(tmp)
 
