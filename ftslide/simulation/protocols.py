@@ -425,7 +425,7 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
         ax.set_ylabel({"latency": "latency (µs)", "messages": "messages",
                        "residuals": "latency − fit (µs)"}[what])
         tree = f", {res.tree} tree, {res.order} order" if res.proto in AGREEMENTS else ""
-        ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when} the operation", fontsize=10)
+        ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when}", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()
