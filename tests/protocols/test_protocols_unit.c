@@ -471,6 +471,29 @@ static void test_era_api(void)
         CHECK(era_root(es[5]) == 6); /* instance 1's tree: positions 0-4 (ranks 0-3, 7) dead, 5 is rank 6 */
         for (uint32_t r = 0; r < 8; r++) era_destroy(es[r]);
     }
+
+    /* a process with another order is not merged: its messages are rejected
+     * and nobody decides a value built on two different trees */
+    {
+        era_t *es[4];
+        uint32_t ring[1] = {4};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 4; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(4, r, ERA_MODE_EARLY, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[r]);
+        }
+        CHECK(era_set_torus(es[0], ring, 1) == ERA_OK); /* the root: rank 1's UP reaches it */
+        for (uint32_t r = 0; r < 4; r++) era_start(es[r], 1, NULL, 0, NULL);
+        era_run(es, 4, NULL);
+        uint64_t rejected = 0;
+        for (uint32_t r = 0; r < 4; r++) {
+            rejected += era_rejected(es[r]);
+            CHECK(nd[r].ndecide == 0);
+        }
+        CHECK(rejected > 0);
+        for (uint32_t r = 0; r < 4; r++) era_destroy(es[r]);
+    }
 }
 
 int main(void)

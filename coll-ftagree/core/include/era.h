@@ -137,7 +137,9 @@ void era_destroy(era_t *e);
  * tree's edges follow the rings and reach the far half of a ring backwards:
  * a binomial tree crosses a ring of d processes in d/2 hops instead of d - 1.
  * Every process of the communicator must set the same order, before its
- * first era_start() (ERA_EINVAL after it, or for bad dimensions). */
+ * first era_start() (ERA_EINVAL after it, or for bad dimensions); the order
+ * is part of the view, so messages of a process with another order are
+ * ignored (era_rejected()) rather than merged into a different tree. */
 #define ERA_MAX_DIMS 8
 int era_set_torus(era_t *e, const uint32_t *dims, uint32_t ndims);
 

@@ -440,6 +440,16 @@ static uint32_t order_key(const era_t *e, uint32_t rank)
     return key;
 }
 
+/* Mixed into every view: a process that numbers positions in another order
+ * builds another tree, so its messages are ignored like those of another L
+ * (0 for rank order, so rank-order views are unchanged). */
+static uint64_t order_digest(const era_t *e)
+{
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < e->ndims; i++) h = (h ^ e->dims[i] ^ ((uint64_t)i << 32)) * 0x100000001b3ull + 0x9e37;
+    return h;
+}
+
 /* Rank of position i in L (ranks not in A), in key space:
  * key = i + #{j : AK[j] - j <= i}. */
 static uint32_t rank_of(const era_t *e, const era_rec_t *r, uint32_t i)
@@ -992,7 +1002,7 @@ int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, u
     us_copy(e, &r->agg_acks, &r->own_acks);
     r->acks_all = 0;
     ivl_add(e, &r->contrib, r->my, r->my + 1);
-    r->view = e->agreed_view;
+    r->view = e->agreed_view ^ order_digest(e);
     r->started = 1;
     e->last_started = id;
     /* Messages that arrived before we started: apply those from processes
