@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim = sub.add_parser("simulate", help="simulate the cores on a torus or fat-tree with SimGrid",
                          description="Run the cores unchanged in SimGrid (one actor per process); "
                                      "report latency and messages against failures.")
-    sim.add_argument("--p", default="64,256,1024", help="process counts, e.g. 1024,4096 (default 64,256,1024)")
+    sim.add_argument("--p", default="64,256,1024", help="process counts, e.g. 1024,4096 (default 64,256,1024); a P whose simulation would not fit "
+                          "in memory is refused before anything runs")
     sim.add_argument("--failures", default="0..8", help="failure counts F: 0..16 or 0,2,4 (default 0..8)")
     sim.add_argument("--topology", default="torus",
                      help="torus | fattree (sized for each P) or a spec: torus:16x16x16, fattree:2;16,16;1,16;1,1")

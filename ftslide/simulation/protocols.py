@@ -186,8 +186,9 @@ def check_memory(proto: str, p: int, fraction: float = 0.4, failures: int = 0) -
     need = memory_estimate(proto, p, failures)
     if need > budget:
         raise FtslideError(f"{proto} at P = {p} with {failures} failures needs about {need / 1e9:.1f} GB "
-                           f"(about {need / p / 1e3:.0f} KB per simulated process) but {budget / 1e9:.1f} GB "
-                           f"are free: the largest P that fits here is {largest_p(proto, budget, failures)}")
+                           f"(about {need / p / 1e3:.0f} KB per simulated process), more than the {budget / 1e9:.1f} GB "
+                           f"a run may take here ({fraction:.0%} of the free memory): the largest P that fits "
+                           f"is {largest_p(proto, budget, failures)}")
 
 
 def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, float]] = (),
