@@ -8,8 +8,10 @@ drawn from the seed; the command's own judge decides per run, and the test reads
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,22 @@ def test_exhaust_plans_more_failures_than_spares(grid, spares):
         _phase, _method, kills = faults.plan(c, index)
         nodes = [node for node, _point in kills]
         assert len(set(nodes)) == len(nodes) == layout.nodes - len(layout.initial_map()) + 1
+
+
+def test_leftovers_are_this_runs_only(tmp_path):
+    """A process that outlives its run, and a runtime folder nobody claims, are leftovers; another
+    launch's live folder (named in a live process's environment) is not."""
+    before = faults.runtime_files()
+    mine = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    other = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    env = {**os.environ, "FTSLIDE_FAULTS_RUN": "test.1", "PRTE_MCA_prte_tmpdir_base": str(other)}
+    stray = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        found = faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1")
+        assert f"process {stray.pid}" in found and str(mine) in found and str(other) not in found
+    finally:
+        stray.kill()
+        stray.wait()
+        mine.rmdir()
+        other.rmdir()
+    assert faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1") == []

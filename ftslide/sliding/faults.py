@@ -22,6 +22,7 @@ that a recovery happens, except where the phase is that first failure):
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -175,6 +176,28 @@ def runtime_files() -> set[str]:
     return found
 
 
+def in_use(paths: set[str]) -> set[str]:
+    """The paths of ``paths`` that a live process still names in its environment or has mapped: the
+    runtime files of other launches on this machine (another campaign, a test suite), not leftovers."""
+    needles = {path: path.encode() for path in paths}
+    used: set[str] = set()
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (proc_dir / "environ").read_bytes() + (proc_dir / "maps").read_bytes()
+        except OSError:
+            continue
+        used |= {path for path, needle in needles.items() if needle in text}
+    return used
+
+
+def leftovers(before: set[str], marker: str) -> list[str]:
+    """What one run left behind: its processes still alive, and runtime files that appeared during it
+    and that no live process claims."""
+    found = [f"process {pid}" for pid in mpi.processes_with(marker)]
+    new = runtime_files() - before
+    return found + sorted(new - in_use(new))
+
+
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str) -> None:
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
@@ -221,18 +244,20 @@ def run_campaign(campaign: Campaign, prefix: Path,
         phase, method, kills = plan(campaign, index)
         record = RunRecord(index + 1, phase, method, kills)
         before = runtime_files()
+        marker = f"FTSLIDE_FAULTS_RUN={campaign.seed}.{index}.{os.getpid()}"
         started = time.monotonic()
         try:
             run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
                               iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                              timeout=campaign.timeout, binary=binary, stacks_on_timeout=True)
+                              timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
+                              env=dict([marker.split("=", 1)]))
             judge(record, run, base.checksum, layout, method)
         except mpi.MpirunTimeout as exc:
             record.outcome, record.stacks = "hang", exc.stacks
             record.landed = dict(stencil.parse(-1, exc.stdout, exc.stderr).killed)
             record.detail = f"no end within {campaign.timeout:g} s"
         record.seconds = round(time.monotonic() - started, 2)
-        record.leftovers = sorted(runtime_files() - before)
+        record.leftovers = leftovers(before, marker)
         if record.leftovers:
             record.ok = False
         records.append(record)
