@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{s['runs']} runs: {s['recovered']} recovered, {s['out_of_spares']} out of spares, "
               f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['hangs']} hangs, "
               f"{s['wrong_checksums']} wrong checksums, {s['errors']} errors, {s['leftovers']} with leftovers; "
-              f"{s['ok']} as they should be ((!) marks the others)")
+              f"{s['ok']} as they should be ((!) marks the others); {s['kills_landed']} of {s['kills_planned']} "
+              "planned kills landed")
         for r in records:
             if not r.ok:
                 print(f"run {r.index} ({r.phase}, {r.method}, {kills_text(r.kills)}): {r.outcome}: {r.detail}"

@@ -222,8 +222,15 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
     if run.returncode == 0:
-        if run.checksum == reference:
+        # the recoveries agreed on exactly the dead: never a live node, and every node that died
+        # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
+        agreed = set(run.recoveries[-1].failed) if run.recoveries else set()
+        must = {node for node, point in record.landed.items() if point != "waiting"}
+        if run.checksum == reference and must <= agreed <= set(record.landed):
             record.outcome, record.ok = "recovered", True
+        elif run.checksum == reference:
+            record.outcome = "error"
+            record.detail = f"nodes {sorted(record.landed)} died, the recoveries agreed on {sorted(agreed)}"
         else:
             record.outcome, record.detail = "wrong-checksum", f"checksum {run.checksum} != {reference}"
         return
@@ -325,6 +332,10 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
         "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),
         "errors": sum(r.outcome == "error" for r in records),
         "leftovers": sum(bool(r.leftovers) for r in records),
+        # a planned kill does not land when the run never reaches its point (a spare promoted before
+        # it could wait, a node left without a rank, a run that ended first)
+        "kills_planned": sum(len(r.kills) for r in records),
+        "kills_landed": sum(len(r.landed) for r in records),
         "phases": phases,
     }
 
