@@ -539,6 +539,11 @@ def launch_environment() -> dict[str, str]:
     return {"PRTE_MCA_rmaps_default_mapping_policy": "slot:oversubscribe"}
 
 
+def job_argv(cluster: Cluster, mpirun: Sequence[str]) -> list[str]:
+    """An ``mpirun`` argv (``mpi.mpirun_argv``) with the cluster's options, run in node 0."""
+    return launch_argv(cluster, [mpirun[0], *mpirun_options(cluster), *mpirun[1:]])
+
+
 def launch_argv(cluster: Cluster, mpirun: Sequence[str]) -> list[str]:
     """``mpirun`` argv wrapped to run in node 0's namespace with node 0's host name."""
     if not cluster.complete:
