@@ -196,6 +196,8 @@ def runtime_files() -> set[str]:
 def in_use(paths: set[str]) -> set[str]:
     """The paths of ``paths`` that a live process still names in its environment or has mapped: the
     runtime files of other launches on this machine (another campaign, a test suite), not leftovers."""
+    if not paths:
+        return set()
     needles = {path: path.encode() for path in paths}
     # a session folder /tmp/prterun.HOST.PID.UID is in use while its prterun lives
     used = {path for path in paths if (m := re.fullmatch(r".*/prterun\.[^/]+\.(\d+)\.\d+", path))
@@ -217,10 +219,18 @@ def leftovers(before: set[str], marker: str) -> list[str]:
     return found + sorted(new - in_use(new))
 
 
-def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str) -> None:
+def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
+          whole_nodes: bool = False) -> None:
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
+    if whole_nodes:
+        record.daemons_lost = run.stderr.count(LOST_DAEMON)
+        if record.daemons_lost != len(record.landed):
+            record.outcome = "error"
+            record.detail = (f"{len(record.landed)} nodes killed, mpirun reported {record.daemons_lost} "
+                             "daemons lost")
+            return
     if run.returncode == 0:
         # the recoveries agreed on exactly the dead: never a live node, and every node that died
         # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
@@ -294,13 +304,7 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
                                   timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
                                   env=run_env, wrap=wrap, mpirun_options=options)
                 run.killed.update(killed_in(kill_log))
-                judge(record, run, base.checksum, layout, method)
-                if campaign.whole_nodes:
-                    record.daemons_lost = run.stderr.count(LOST_DAEMON)
-                    if record.daemons_lost != len(record.landed):
-                        record.ok, record.outcome = False, "error"
-                        record.detail = (f"{len(record.landed)} nodes killed, mpirun reported "
-                                         f"{record.daemons_lost} daemons lost")
+                judge(record, run, base.checksum, layout, method, campaign.whole_nodes)
                 if not record.ok:
                     record.stderr_tail = "\n".join(run.stderr.splitlines()[-40:])
             except mpi.MpirunTimeout as exc:

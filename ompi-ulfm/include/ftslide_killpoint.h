@@ -52,11 +52,11 @@ static inline void ftslide_killpoint(int rank, const char *point)
         if (len == (size_t)n && strncmp(entry, wanted, len) == 0) {
             const char *log = getenv("FTSLIDE_KILL_LOG");
             const char *node = getenv("FTSLIDE_KILL_NODE");
-            fprintf(stderr, "ftslide: rank %d killed at %s\n", rank, point);
+            char line[300];
+            int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", rank, point);
+            fputs(line, stderr);
             fflush(NULL);
             if (log != NULL && *log != '\0') {
-                char line[300];
-                int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", rank, point);
                 int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
                 if (fd >= 0) {
                     if (m > 0 && write(fd, line, (size_t)m) < 0) {
