@@ -17,7 +17,7 @@ from .errors import FtslideError
 from .build.mpi import ensure_stdin
 
 # Sub-command modules under ftslide/commands, in the order --help lists them.
-COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster", "jobscript",
+COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "validate", "protocols", "cluster", "jobscript",
             "notify"]
 
 
