@@ -1,3 +1,5 @@
+"""python -m ftslide: the ftslide command."""
+
 import sys
 
 from .cli import main

@@ -16,8 +16,12 @@ from . import __version__
 from .errors import FtslideError
 from .build.mpi import ensure_stdin
 
+DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Open MPI build, sliding "
+               "substitution, SimGrid simulations and job-manager adapters")
+
 # Sub-command modules under ftslide/commands, in the order --help lists them.
-COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "map", "simulate", "validate", "protocols", "cluster", "jobscript",
+COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "faults", "map", "simulate", "validate", "protocols", "cluster",
+            "jobscript",
             "notify"]
 
 
@@ -29,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = _Parser(prog="ftslide", description=__doc__.splitlines()[0].rstrip("."))
+    parser = _Parser(prog="ftslide", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ftslide {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules = {}
@@ -60,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FtslideError as exc:
         print(f"ftslide {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except MemoryError:
+        print(f"ftslide {args.command}: error: out of memory: the problem is too large for this machine "
+              "(a smaller grid or topology)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"ftslide {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -154,6 +154,15 @@ def test_checks_fail_without_fault_tolerance(mpi_prefix, mpi_program):
     assert run.value(0, "finished") is None
 
 
+def test_sendrecv_to_a_revoked_peer_at_an_edge(mpi_program, run_mpi):
+    """np 2, no failure: on a revoked communicator, MPI_Sendrecv with source MPI_PROC_NULL returns
+    REVOKED instead of crashing (patch ompi/05; found by ftslide faults on a mesh)."""
+    run = run_mpi(mpi_program("conformance/sendrecv_edge.c"), 2)
+    assert run.returncode == 0, run.describe()
+    assert run.value(0, "sendrecv_edge") == REVOKED, run.describe()
+    assert_all(run, "finished", [0, 1], "1")
+
+
 def test_job_ends_after_its_last_nonzero_exit(mpi_program, run_mpi):
     """np 6, no failure: ranks 0-2 exit with 3 at once, ranks 3-5 a second later; mpirun waits for all."""
     run = run_mpi(mpi_program("conformance/nonzero_exit.c"), 6)

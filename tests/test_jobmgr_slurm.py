@@ -95,7 +95,7 @@ def test_rank_killed_job_completes(submit, mpi_program) -> None:
     assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (fields, run.describe())
 
 
-# Known intermittent hang, rarer since patch 0010 (2 of 58 runs with it; 6 of 72 before): one of the six
+# Known intermittent hang, rarer since patch prrte/07 (2 of 58 runs with it; 6 of 72 before): one of the six
 # hostnames exits but its daemon never runs its waitpid callback, so the daemon never reports it and the job
 # stays RUNNING until the test cancels it (docs/jobmgr.md). Only that hang is tolerated here: a wrong srun line
 # or a job that ends in another state still fails the test.
@@ -103,7 +103,7 @@ def test_rank_killed_job_completes(submit, mpi_program) -> None:
 def test_daemon_step_keeps_running_after_failures(submit) -> None:
     """PRRTE starts its daemons with srun (plm slurm) and the options of the script: the step
     neither ends with a failed node nor when a daemon exits badly. (With --with-ft ulfm PRRTE
-    leaves out its own --kill-on-bad-exit.) The six hostnames exit at once: before our PRRTE patch 0010
+    leaves out its own --kill-on-bad-exit.) The six hostnames exit at once: before our PRRTE patch prrte/07
     a daemon could report one of them as still running in its termination update."""
     fields, run = submit("--prtemca", "plm_base_verbose", "5", "hostname")
     srun = [line for line in run.stdout.splitlines() if line.strip().startswith("srun ")]

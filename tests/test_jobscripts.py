@@ -198,7 +198,7 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
     result = ftslide("jobscript", "slurm", "--nodes", "1", "--ntasks-per-node", "1", "-o", str(tmp_path),
                      "--", "/bin/true")
-    assert_one_line_error(result, "is a directory")
+    assert_one_line_error(result, "is a folder")
     assert list(tmp_path.iterdir()) == []
 
 

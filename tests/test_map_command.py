@@ -33,7 +33,8 @@ def ftslide_map(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def table(stdout: str) -> tuple[str, dict[str, dict[str, str]]]:
-    """(header line, {method: {column: cell}}) from the command's text output."""
+    """(header line, {method: {column: cell}}) from the command's text output (the first table: routed's
+    per-failure table follows it after a blank line)."""
     lines = stdout.strip().splitlines()
     header, columns, rule = lines[0], lines[1], lines[2]
     assert set(rule.replace(" ", "")) == {"-"}, stdout
@@ -41,6 +42,8 @@ def table(stdout: str) -> tuple[str, dict[str, dict[str, str]]]:
     names = re.split(r"\s{2,}", columns.strip())
     rows = {}
     for line in lines[3:]:
+        if not line.strip():
+            break
         if line.startswith("plot: "):
             continue
         cells = re.split(r"\s{2,}", line.strip())
@@ -86,6 +89,25 @@ def test_methods_side_by_side_in_the_order_given():
     for method, row in rows.items():
         _, alone = table(ftslide_map(*MESH, "--method", method, "--fail", "5").stdout)
         assert alone == {method: row}
+
+
+def test_routed_shows_its_choice_per_failure():
+    """12x12x12 with a spare plane: the first failure takes the whole slab (load 1), the second a partial
+    block; the table and the JSON give the same decisions and the loads of hybrid and direct beside them."""
+    args = ("--grid", "torus:12x12x12", "--method", "routed", "--fail", "464,758")
+    result = ftslide_map(*args)
+    assert result.returncode == 0, result.stderr
+    _, rows = table(result.stdout)
+    assert rows["routed"]["max load"] == "2"
+    per_failure = result.stdout.split("routed, failure by failure", 1)[1].strip().splitlines()[3:]
+    assert [line.split()[0] for line in per_failure] == ["1", "2"]
+    assert "block x" in per_failure[0] and "y all z all" in per_failure[0]
+    doc = json.loads(ftslide_map(*args, "--json").stdout)
+    choices = doc["methods"][0]["choices"]
+    assert [c["node"] for c in choices] == [464, 758]
+    assert [c["load_max"] for c in choices] == [1, 2]
+    assert all(c["kind"] == "block" and c["hybrid_load_max"] >= c["load_max"] for c in choices)
+    assert choices[0]["choice"] in per_failure[0]
 
 
 def test_failure_free_map():
@@ -235,6 +257,8 @@ BAD_INPUTS = [
     (["--topology", "fattree:4"], "not a 2D or 3D torus or mesh: give"),
     (["--topology", "torus:4x4", "--route-order", "yz"], "bad routing order"),
     (["--topology", "star:8", "--grid", "4x4"], "has only 8 hosts"),
+    (["--grid", "torus:257x256x256"], "at most 16777216"),
+    (["--grid", "6x6x6", "--method", "routed", "--expect-failures", "37"], "spare budget"),
 ]
 
 
@@ -252,6 +276,21 @@ def test_bad_input_is_one_line_and_leaves_no_file(tmp_path, args, phrase):
 ])
 def test_bad_plot_path(tmp_path, plot, phrase):
     assert_one_line_error(ftslide_map(*MESH, "--fail", "5", "--plot", str(tmp_path / plot)), phrase)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_grid_too_large_for_the_memory(tmp_path):
+    """The largest grid the core accepts (2^24 nodes) with 1 GiB of address space: one line, no file."""
+    import resource
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    result = subprocess.run([sys.executable, "-m", "ftslide", "map", "--grid", "torus:256x256x256", "--method",
+                             "routed", "--fail", "3", "--plot", str(tmp_path / "map.png")], cwd=REPO,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                            preexec_fn=limit_memory)
+    assert_one_line_error(result, "too large for this machine")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -302,7 +302,7 @@ def test_kill_node_kills_exactly_that_node(cluster):
 @pytest.mark.mpi
 def test_kill_node_during_an_mpi_job(cluster):
     """Killing node 1 under a running job: its daemon and ranks die at once; the job (recoverable,
-    as every 'ftslide run') goes on without them (patch 0002) and the ranks of node 0 finish."""
+    as every 'ftslide run') goes on without them (PRRTE patches prrte/01-05) and the ranks of node 0 finish."""
     up(cluster, "--nodes", "2")
     name, value = "FTSLIDE_RUN_ID", uuid.uuid4().hex
     job = subprocess.Popen([sys.executable, "-m", "ftslide", "run", "--cluster", cluster, "-np", "4",

@@ -1,4 +1,4 @@
-"""Whole-node loss under a recoverable job on the emulated cluster (patch 0002, docs/nodeloss.md).
+"""Whole-node loss under a recoverable job on the emulated cluster (PRRTE patches prrte/01-05, docs/nodeloss.md).
 
 4 nodes x 2 ranks (slot mapping: node K runs world ranks 2K and 2K+1; node 0 also runs mpirun).
 

@@ -108,6 +108,29 @@ def test_agreement_with_failures_before_and_during(platform: Path, proto: str, t
 
 
 @needs_simgrid
+@pytest.mark.parametrize("tree", ["binomial", "knomial4"])
+@pytest.mark.parametrize("proto", ps.AGREEMENTS)
+def test_torus_order_agrees_and_the_adversary_kills_its_roots(proto: str, tree: str, tmp_path: Path) -> None:
+    topo = ps.topology_for("torus", P)  # torus:4x4x4: every ring of 4 folds to 0 1 3 2
+    plat = ps.write_platform(topo, tmp_path / "torus.xml")
+    dims = ps.torus_order(topo, P)
+    before = [(5, 0.0), (40, 0.0)]
+    out = ps.run_driver(plat, proto, P, before, adversary=3, dump=True, timeout=TIMEOUT, tree=tree, torus=dims)
+    _check_uniform(out, proto)
+    assert {5, 40} <= set(out["failed"]) <= set(out["crashed"])
+    # roots in the folded order: rank 0, then 1, then 3 (key 2), not rank 2
+    assert out["crashed"][2:] == [0, 1, 3]
+    ar = ps.run_driver(plat, "allreduce", P, timeout=TIMEOUT)
+    free = ps.run_driver(plat, "era", P, timeout=TIMEOUT, tree=tree, torus=dims)
+    rank = ps.run_driver(plat, "era", P, timeout=TIMEOUT, tree=tree)
+    assert free["messages"] == rank["messages"] == 4 * (P - 1)
+    assert free["latency"] < 2 * ar["latency"]
+    # the binomial tree crosses a ring of 4 in 2 hops instead of 3; on so small
+    # a ring the 4-nomial tree's one level is as short either way
+    assert free["latency"] < rank["latency"] if tree == "binomial" else free["latency"] <= rank["latency"]
+
+
+@needs_simgrid
 @pytest.mark.parametrize("proto", ["bmg", "bmg-lean"])
 def test_broadcast_with_failures(platform: Path, proto: str) -> None:
     out = ps.run_driver(platform, proto, P, [(0, 0.0), (9, 0.0), (2, 1e-7), (12, 3e-7)], dump=True,
@@ -139,14 +162,26 @@ def test_simulate_cli_prints_tables_allreduce_and_writes_outputs(tmp_path: Path)
                    "--proto", "era-early", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "allreduce_us" in proc.stdout and "ratio" in proc.stdout
+    assert "(knomial4 tree, rank order)" in proc.stdout  # the defaults; no torus order off a torus
     assert "a + b * sum_{f=1..F} log2(P - f)" in proc.stdout
-    data = json.loads((tmp_path / "protocols-era-early-during.json").read_text())
+    stem = "protocols-era-early-during-knomial4"
+    data = json.loads((tmp_path / f"{stem}.json").read_text())
     assert [pt["f"] for pt in data["points"]] == [0, 1, 2, 3]
     assert data["allreduce_latency_s"]["64"] > 0
-    for name in ("latency", "messages"):
-        png = tmp_path / f"protocols-era-early-during-{name}.png"
+    for name in ("latency", "messages", "residuals"):
+        png = tmp_path / f"{stem}-{name}.png"
         assert png.read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "protocols-era-early-during.csv").read_text().startswith("proto,p,f,")
+    assert (tmp_path / f"{stem}.csv").read_text().startswith("proto,p,f,")
+
+
+@needs_simgrid
+def test_simulate_cli_takes_the_torus_order_on_a_torus() -> None:
+    proc = ftslide("protocols", "simulate", "--p", "64,256", "--failures", "0,2", "--proto", "era")
+    assert proc.returncode == 0, proc.stderr
+    assert "(knomial4 tree, torus order) on torus" in proc.stdout
+    proc = ftslide("protocols", "simulate", "--p", "64", "--failures", "0", "--proto", "era", "--order", "rank",
+                   "--tree", "binomial")
+    assert proc.returncode == 0 and "(binomial tree, rank order)" in proc.stdout, proc.stderr
 
 
 def test_check_cli_exhaustive_p3_passes() -> None:
@@ -173,6 +208,12 @@ def test_check_cli_binary_tree_passes_and_is_named() -> None:
     (["simulate", "--p", "64", "--detect", "soon"], "bad detection delay"),
     (["simulate", "--p", "8", "--failures", "0..8"], "at least one must survive"),
     (["check", "--p", "zz", "--proto", "bmg"], "--p"),
+    (["simulate", "--p", "0"], "between 2 and"),
+    (["simulate", "--p", "4194304"], "between 2 and"),
+    # ~57 GB for a million actors with failures: refused before anything runs
+    (["simulate", "--p", "1048576", "--failures", "0..8"], "largest P that fits"),
+    (["simulate", "--p", "64", "--topology", "fattree", "--order", "torus"], "--order torus needs a torus"),
+    (["simulate", "--p", "64", "--proto", "bmg-lean", "--order", "torus"], "applies to the agreement"),
 ])
 def test_bad_input_is_one_line(args: list[str], needle: str) -> None:
     proc = ftslide("protocols", *args)
@@ -187,6 +228,7 @@ def test_memory_guard_names_the_largest_p() -> None:
         ps.check_memory("era", 65536, fraction=1e-3)
     # O(1) per simulated process (no P^2 term): 65,536 fits in a few GB.
     assert ps.memory_estimate("era", 65536) < 3e9
+    assert ps.memory_estimate("era", 65536, failures=8) < 4 * 2**30
     assert ps.memory_estimate("era", 65536, failures=16) == ps.memory_estimate("era", 65536, failures=1)
 
 

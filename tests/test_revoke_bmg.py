@@ -1,4 +1,4 @@
-"""Our reliable broadcast inside Open MPI: MPIX_Comm_revoke on the BMG core (revoke-bmg/, patch 0008).
+"""Our reliable broadcast inside Open MPI: MPIX_Comm_revoke on the BMG core (revoke-bmg/, patch ompi/04).
 
 All runs use real processes of the project's Open MPI build and real SIGKILLs:
 

@@ -7,7 +7,6 @@ kills the whole smpirun process group) and uses small platforms (<= 80 hosts).
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import os
 import random
@@ -25,7 +24,7 @@ from ftslide.simulation.network import NetParams
 from ftslide.simulation.placement import make_placement
 from ftslide.simulation.platform import hostfile, platform_xml
 from ftslide.simulation.smpi import KernelRun, run_kernels
-from ftslide.sliding.topology import TopologyError, parse_topology
+from ftslide.sliding.topology import parse_topology
 
 REPO = Path(__file__).resolve().parents[1]
 NET = NetParams(bw=5e9, lat=100e-9, speed=1e9)

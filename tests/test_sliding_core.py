@@ -164,6 +164,25 @@ def test_random_sequences_are_valid_and_deterministic() -> None:
                 assert len(set(mapping)) == lay.ranks
 
 
+def test_hybrid_slides_planes_first_then_lines() -> None:
+    """12x12x12 torus, one spare plane: hybrid takes slide2d's map for the first failure (a whole slab
+    moves, load 1) where slide1d shifts a few ranks of one line (load 5); slide2d is stuck at the second
+    failure and hybrid goes on from its map with a 1D slide: two ranks more, not slide1d's map."""
+    lay = sc.make_layout("torus:12x12x12", "x:1")
+    one, two = [464], [464, 758]
+    assert sc.compute_map(lay, "hybrid", one) == sc.compute_map(lay, "slide2d", one)
+    assert sc.compute_map(lay, "hybrid", one) != sc.compute_map(lay, "slide1d", one)
+    first = sc.measure(lay, sc.compute_map(lay, "hybrid", one))
+    assert (first.link_load_max, first.ranks_moved) == (1, 576)
+    assert sc.measure(lay, sc.compute_map(lay, "slide1d", one)).link_load_max == 5
+    with pytest.raises(sc.SlideError):
+        sc.compute_map(lay, "slide2d", two)
+    hybrid_two = sc.compute_map(lay, "hybrid", two)
+    assert hybrid_two != sc.compute_map(lay, "slide1d", two)
+    moved = [r for r, (a, b) in enumerate(zip(sc.compute_map(lay, "hybrid", one), hybrid_two)) if a != b]
+    assert len(moved) == 2
+
+
 def test_measure() -> None:
     lay = sc.make_layout("mesh:4x4", "x:1")
     m0 = sc.measure(lay, lay.initial_map())

@@ -1,11 +1,14 @@
-/* Time per new rank-to-node mapping of every substitution method at about
- * 100,000 nodes, side by side, with the ratio to the 1 ms target.
+/* Time per new rank-to-node mapping of every substitution method, side by
+ * side, with the ratio to its target: 1 ms for the fixed rules (simple,
+ * slide1d, slide2d, hybrid, shrink); for routed, which scores candidates
+ * against the link loads, 100 ms up to 2,000 nodes and 5 s beyond.
  *
  * Usage: slide_bench [GRID SPARES FAILURES ...]
  * FAILURES is a count of random rank-holding nodes (fixed seed), or COUNTline
  * for that many nodes on one line along the primary spare dimension (slide1d
  * then runs out of line spares and hybrid crosses to other lines).
- * Default cases: torus 48x47x47 with one spare plane (x:1), 47^3 = 103,823
+ * Default cases: the K preset, torus 12x12x12 x:1 with 8 failures; torus
+ * 48x47x47 with one spare plane (x:1), 47^3 = 103,823
  * ranks, 1 and 8 failures; the same with 8 failures on one line; torus
  * 49x47x47 x:2; mesh 48x48x47 x:1,y:1. A method that cannot handle all the
  * failures (slide2d with one spare plane) is timed on as many as it can.
@@ -75,8 +78,8 @@ static int run_case(const char *grid_text, const char *spares_text, const char *
     }
     printf("\n%s %s: %d nodes, %d ranks, %d failures requested%s\n", grid_text, spares_text,
            lay.nodes, lay.ranks, nfail, on_line ? " (all on one line)" : "");
-    printf("  %-8s %9s %14s %14s %9s %9s\n", "method", "failures", "us/mapping", "ratio to 1ms",
-           "max hops", "max load");
+    printf("  %-8s %9s %14s %10s %9s %9s %9s\n", "method", "failures", "us/mapping", "target ms",
+           "ratio", "max hops", "max load");
     for (int m = 0; m < SLIDE_NMETHODS; m++) {
         int32_t n = nfail, e = -1;
         rc = slide_map(&lay, m, failed, n, map, work, wbytes, &e);
@@ -101,8 +104,9 @@ static int run_case(const char *grid_text, const char *spares_text, const char *
         }
         slide_metrics met;
         slide_measure(&lay, map, -1, &met, work, mbytes);
-        printf("  %-8s %9d %14.1f %14.3f %9d %9d\n", slide_method_name(m), n, us, us / 1000.0,
-               met.hops_max, met.link_load_max);
+        const double target_ms = m != SLIDE_ROUTED ? 1.0 : lay.nodes <= 2000 ? 100.0 : 5000.0;
+        printf("  %-8s %9d %14.1f %10.0f %9.3f %9d %9d\n", slide_method_name(m), n, us, target_ms,
+               us / 1000.0 / target_ms, met.hops_max, met.link_load_max);
     }
     slide_metrics met;
     int reps = 0;
@@ -121,7 +125,7 @@ static int run_case(const char *grid_text, const char *spares_text, const char *
 
 int main(int argc, char **argv)
 {
-    printf("slide_bench: time per new mapping (ratio < 1 meets the 1 ms target)\n");
+    printf("slide_bench: time per new mapping (ratio < 1 meets the method's target)\n");
     int status = 0;
     if (argc > 1) {
         if ((argc - 1) % 3 != 0) {
@@ -132,6 +136,7 @@ int main(int argc, char **argv)
             status |= run_case(argv[i], argv[i + 1], argv[i + 2]);
         return status;
     }
+    status |= run_case("torus:12x12x12", "x:1", "8");
     status |= run_case("torus:48x47x47", "x:1", "1");
     status |= run_case("torus:48x47x47", "x:1", "8");
     status |= run_case("torus:48x47x47", "x:1", "8line");

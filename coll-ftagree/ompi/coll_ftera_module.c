@@ -30,7 +30,6 @@
 #include "ompi_config.h"
 
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,6 +42,7 @@
 #include "opal/util/output.h"
 
 #include "ompi/communicator/communicator.h"
+#include "ompi/communicator/ft/bmg/ftslide_killpoint.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/errhandler/errhandler.h"
 #include "ompi/group/group.h"
@@ -135,28 +135,6 @@ static double ftera_now_ms(void)
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-/* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N,..." makes
- * world rank R SIGKILL itself right after its N-th agreement message has been
- * handed to the BTL (the kill-point format of ompi-ulfm/include/
- * ftslide_killpoint.h, which the test harness recognises). Read once. */
-static long ftera_kill_after = -1;
-
-static void ftera_parse_kill(void)
-{
-    const char *spec = getenv("FTSLIDE_KILL");
-    if (NULL == spec) return;
-    unsigned me = (unsigned) OMPI_PROC_MY_NAME->vpid;
-    for (const char *e = spec; NULL != e && '\0' != *e;) {
-        unsigned r;
-        long n;
-        if (2 == sscanf(e, "%u@ftera_sent_%ld", &r, &n) && r == me && n > 0) {
-            ftera_kill_after = n;
-        }
-        e = strchr(e, ',');
-        if (NULL != e) e++;
-    }
-}
-
 /* Test hook for the replay of early messages: FTSLIDE_FTERA_LATE_ENABLE="R:MS"
  * makes world rank R run the progress engine for MS milliseconds before it
  * sets up each new communicator's agreement, so that the peers' first
@@ -172,16 +150,6 @@ static void ftera_parse_late_enable(void)
     if (NULL != spec && 2 == sscanf(spec, "%d:%ld", &r, &ms) && ms > 0) {
         ftera_late_rank = r;
         ftera_late_ms = ms;
-    }
-}
-
-static void ftera_maybe_kill(void)
-{
-    if (ftera_kill_after > 0 && (long) mca_coll_ftera_nsent == ftera_kill_after) {
-        fprintf(stderr, "ftslide: rank %u killed at ftera_sent_%ld\n", (unsigned) OMPI_PROC_MY_NAME->vpid,
-                ftera_kill_after);
-        fflush(NULL);
-        kill(getpid(), SIGKILL);
     }
 }
 
@@ -410,7 +378,9 @@ static int transmit(ftera_out_t *o)
     mca_coll_ftera_nsent++;
     FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
               o->dest);
-    ftera_maybe_kill();
+    /* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N" kills world
+     * rank R right after its N-th agreement message went to the BTL. */
+    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "ftera_sent_%" PRIu64, mca_coll_ftera_nsent);
     return 0;
 }
 
@@ -857,7 +827,6 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
     ftera_prev_failure_cb = ompi_rank_failure_cbfunc;
     ompi_rank_failure_cbfunc = ftera_rank_failure;
     ftera_failure_hooked = 1;
-    ftera_parse_kill();
     ftera_parse_late_enable();
     ftera_inited = 1;
     return OMPI_SUCCESS;

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Sequence
@@ -157,36 +158,87 @@ def check_program(program: str) -> None:
 class MpirunTimeout(FtslideError):
     """mpirun ran past its timeout; ``stdout``/``stderr`` hold what it printed until then."""
 
-    def __init__(self, message: str, stdout: str, stderr: str) -> None:
+    def __init__(self, message: str, stdout: str, stderr: str, stacks: str = "") -> None:
         super().__init__(message)
-        self.stdout, self.stderr = stdout, stderr
+        self.stdout, self.stderr, self.stacks = stdout, stderr, stacks
+
+
+def process_stacks(pids: Sequence[int]) -> str:
+    """The stacks of ``pids``: every thread's backtrace by ``gdb -batch`` where gdb is installed,
+    else the kernel's view (state and wait channel from /proc)."""
+    parts = []
+    gdb = shutil.which("gdb")
+    for pid in sorted(pids):
+        try:
+            command = (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                       .strip())
+            state = next((line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if line.startswith("State:")), "")
+            wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+        except OSError:
+            continue
+        text = f"== pid {pid}: {command}\n{state}, waiting in {wchan or '-'}\n"
+        if gdb:
+            try:
+                text += subprocess.run([gdb, "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+                                       capture_output=True, text=True, timeout=30).stdout
+            except subprocess.TimeoutExpired:
+                text += "(gdb did not answer within 30 s)\n"
+        parts.append(text)
+    return "\n".join(parts)
 
 
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out."""
+        env: dict[str, str] | None = None, stacks_on_timeout: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out
+    (MpirunTimeout; with ``stacks_on_timeout`` its ``stacks`` hold every stuck process's stacks)."""
     ensure_stdin()
     argv = mpirun_argv(prefix, args)
     full_env = launch_environment(prefix)
     full_env.update(env or {})
     name, value = run_marker()
     full_env[name] = value
+    scratch = launch_scratch(full_env)
     # mpirun forwards stdin to rank 0 and hangs when stdin is closed: give it /dev/null.
-    proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE if capture else None,
-                            stderr=subprocess.PIPE if capture else None)
+    try:
+        proc = subprocess.Popen(argv, env=full_env, text=True, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture else None,
+                                stderr=subprocess.PIPE if capture else None)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        stacks = process_stacks(processes_with(f"{name}={value}")) if stacks_on_timeout else ""
         kill_processes(proc.pid, f"{name}={value}")
         out, err = proc.communicate()
         raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
-                            f"{' '.join(argv)}", out or "", err or "") from None
+                            f"{' '.join(argv)}", out or "", err or "", stacks) from None
     finally:
         # Ranks or daemons that outlive mpirun (or a timeout) are killed too.
         kill_processes(proc.pid, f"{name}={value}")
         proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+# Where a launch's runtime files go (MCA parameter -> environment variable that sets it): prterun's
+# session directory (PMIx rendezvous files, per-job folders) and the shared-memory segments of the sm
+# BTL and osc. A SIGKILLed rank never unlinks its segment, so each launch gets a folder of its own
+# that is removed when mpirun ends; the program's own TMPDIR is left alone.
+LAUNCH_SCRATCH_VARIABLES = ("PRTE_MCA_prte_tmpdir_base", "OMPI_MCA_btl_sm_backing_directory",
+                            "OMPI_MCA_osc_sm_backing_directory")
+
+
+def launch_scratch(env: dict[str, str]) -> Path:
+    """A fresh folder for one launch's runtime files (in /dev/shm where it exists), set in ``env``
+    for every variable of LAUNCH_SCRATCH_VARIABLES the caller has not set."""
+    shm = Path("/dev/shm")
+    scratch = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir=shm if shm.is_dir() else None))
+    for variable in LAUNCH_SCRATCH_VARIABLES:
+        env.setdefault(variable, str(scratch))
+    return scratch
 
 
 def ensure_stdin() -> None:

@@ -6,6 +6,7 @@ programs in ``build/bin`` (see the top-level CMakeLists.txt).
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
 from pathlib import Path
@@ -65,3 +66,19 @@ if __name__ == "__main__":
     except FtslideError as exc:
         print(f"ftslide: error: {exc}", file=sys.stderr)
         sys.exit(1)
+
+
+def bind_library(name: str, signatures: dict, structs: dict, binding: str) -> ctypes.CDLL:
+    """``lib<name>.so`` with the argument and result types of ``signatures`` (function name ->
+    (restype, argtypes)) declared, after checking that each C struct (``slide_struct_size`` id ->
+    ctypes class) has the size the binding module ``binding`` expects."""
+    lib = ctypes.CDLL(str(native_library(name)))
+    for fn_name, (restype, argtypes) in signatures.items():
+        fn = getattr(lib, fn_name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    for which, struct in structs.items():
+        if lib.slide_struct_size(which) != ctypes.sizeof(struct):
+            raise FtslideError(f"lib{name}.so does not match {binding} ({struct.__name__[2:]} size "
+                               "differs): rebuild with 'cmake --build build'")
+    return lib

@@ -146,6 +146,11 @@ def patched_paths(patch: Path) -> list[str]:
     return paths
 
 
+def patch_label(patch: Path) -> str:
+    """A patch as the series names it: its folder and file name (``prrte/01-....patch``)."""
+    return f"{patch.parent.name}/{patch.name}"
+
+
 def needs_autogen(inputs: BuildInputs) -> bool:
     """True when an overlay or a patch touches the build system, so configure must be regenerated."""
     touched = [rel for _, rel in overlay_files(inputs)]
@@ -159,7 +164,7 @@ def tree_key(inputs: BuildInputs, sha256: str) -> str:
     for part in (PROCEDURE_VERSION, sha256, *inputs.configure_options):
         digest.update(part.encode() + b"\0")
     for patch in inputs.patches:
-        digest.update(patch.name.encode() + b"\0" + patch.read_bytes() + b"\0")
+        digest.update(patch_label(patch).encode() + b"\0" + patch.read_bytes() + b"\0")
     for source, rel in overlay_files(inputs):
         digest.update(b"overlay\0" + rel.encode() + b"\0")
         if is_build_system_file(rel):
@@ -378,9 +383,10 @@ def _prepare_tree(inputs: BuildInputs, tarball: Path, build_dir: Path, prefix: P
         raise FtslideError(f"{tarball} is not an Open MPI 5 release tarball (no configure or 3rd-party/)")
     sync_overlays(inputs, tree)
     for patch in inputs.patches:
-        progress.phase(f"applying {patch.name}")
+        label = patch_label(patch)
+        progress.phase(f"applying {label}")
         _run_logged(["patch", "-p1", "--forward", "--batch", "-i", str(patch)], tree,
-                    build_dir / "logs" / f"patch-{patch.name}.log", progress, f"patch {patch.name}",
+                    build_dir / "logs" / f"patch-{label.replace('/', '-')}.log", progress, f"patch {label}",
                     lambda _line: False)
     if needs_autogen(inputs):
         missing = [tool for tool in ("autoconf", "automake", "libtoolize", "flex", "perl")
@@ -455,7 +461,7 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
                 "key": key, "tree_key": tkey, "tarball_sha256": sha, "version": inputs.version,
                 "configure_options": list(inputs.configure_options),
                 "overlay_files": [rel for _, rel in overlay_files(inputs)],
-                "patches": [p.name for p in inputs.patches],
+                "patches": [patch_label(p) for p in inputs.patches],
                 "build_seconds": round(time.monotonic() - started, 1)}, indent=2) + "\n")
             _swap_into_place(staged, prefix)
         finally:

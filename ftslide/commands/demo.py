@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default hybrid)")
     parser.add_argument("--kill", type=_kill, action="append", metavar="NODE@ITER",
                         help="SIGKILL node NODE at the start of iteration ITER, or at a named point "
-                        "(NODE@waiting, NODE@recovery_start, NODE@recovery_state); repeatable; "
+                        f"(NODE@POINT, POINT one of {', '.join(stencil.RUNTIME_POINTS)}); repeatable; "
                         f"default {' '.join(DEFAULT_KILLS)}")
     parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
     parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")

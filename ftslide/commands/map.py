@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,6 +21,7 @@ from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPAR
                             compute_map, explain, measure, parse_grid, strerror)
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..simulation.placement import make_placement
+from ..ui.output import save_figure
 from ..ui.table import print_table
 
 NAME = "map"
@@ -164,7 +164,8 @@ def check_plot_path(path: Path) -> Path:
         raise FtslideError(f"--plot {path}: the file name must end in .png or .svg")
     folder = path.parent
     if not folder.is_dir():
-        raise FtslideError(f"--plot {path}: folder '{folder}' does not exist; create it first")
+        what = "is a file, not a folder" if folder.exists() else "does not exist; create it first"
+        raise FtslideError(f"--plot {path}: folder '{folder}' {what}")
     if path.is_dir():
         raise FtslideError(f"--plot {path} is a folder; give a file name ending in .png or .svg")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -550,30 +551,11 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
     ncol = 4 if fig.get_figwidth() >= 9.5 else 3
     fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=8,
                frameon=False)
-    write_atomically(fig, path)
+    save_figure(fig, path)
 
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def write_atomically(fig: Any, path: Path) -> None:
-    """savefig into a temporary file of the same folder, then rename: never a half-written plot."""
-    fmt = path.suffix.lower().lstrip(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            fig.savefig(out, format=fmt, dpi=100)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise FtslideError(f"cannot write --plot {path}: {exc.strerror or exc}") from None
-        raise
 
 
 # ---- command ---------------------------------------------------------------------

@@ -35,13 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim = sub.add_parser("simulate", help="simulate the cores on a torus or fat-tree with SimGrid",
                          description="Run the cores unchanged in SimGrid (one actor per process); "
                                      "report latency and messages against failures.")
-    sim.add_argument("--p", default="64,256,1024", help="process counts, e.g. 1024,4096 (default 64,256,1024)")
+    sim.add_argument("--p", default="64,256,1024", help="process counts, e.g. 1024,4096 (default 64,256,1024); a P whose simulation would not fit "
+                          "in memory is refused before anything runs")
     sim.add_argument("--failures", default="0..8", help="failure counts F: 0..16 or 0,2,4 (default 0..8)")
     sim.add_argument("--topology", default="torus",
                      help="torus | fattree (sized for each P) or a spec: torus:16x16x16, fattree:2;16,16;1,16;1,1")
     sim.add_argument("--proto", default="era", choices=ps.PROTOS, help="protocol (default era)")
-    sim.add_argument("--tree", default="binomial", choices=ps.TREES,
-                     help="agreement tree over the live positions: binomial (default), binary heap or knomial4")
+    sim.add_argument("--tree", default="knomial4", choices=ps.TREES,
+                     help="agreement tree over the live positions: knomial4 (default), binomial or binary heap")
+    sim.add_argument("--order", default="auto", choices=("auto", *ps.ORDERS),
+                     help="agreement positions in rank order or in the folded torus order, so that the tree "
+                          "follows the torus rings (needs a torus of exactly P hosts); auto (default): torus "
+                          "order for an agreement on such a torus, rank order otherwise")
     sim.add_argument("--when", default="during", choices=("during", "before"),
                      help="failures discovered during the operation (default) or dead before it")
     sim.add_argument("--detect", default="1us", help="failure detection delay (default 1us)")
@@ -92,8 +97,10 @@ def _simulate(args: argparse.Namespace) -> int:
     p_list = ps.parse_p_list(args.p)
     fs = ps.parse_failures(args.failures)
     detect = ps.parse_detect(args.detect)
-    for p in p_list:
-        ps.topology_for(args.topology, p)
+    topos = [ps.topology_for(args.topology, p) for p in p_list]
+    if args.order == "auto":
+        on_torus = all(t.kind in ("torus", "ring") and t.hosts == p for t, p in zip(topos, p_list))
+        args.order = "torus" if on_torus and args.proto in ps.AGREEMENTS else "rank"
     with tempfile.TemporaryDirectory(prefix="ftslide-protocols-") as tmp:
         work = Path(tmp)
 
@@ -101,13 +108,14 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
         res = ps.sweep(args.proto, p_list, fs, args.topology, work, when=args.when, detect=detect,
-                       seed=args.seed, timeout=args.timeout, progress=progress, tree=args.tree)
+                       seed=args.seed, timeout=args.timeout, progress=progress, tree=args.tree,
+                       order=args.order)
     rows = []
     for pt in res.points:
         base = next(q for q in res.points if q.p == pt.p and q.f == min(fs))
         rows.append([pt.p, pt.f, f"{pt.latency * 1e6:.2f}", f"{pt.latency / base.latency:.2f}x",
                      pt.messages, pt.bytes, pt.failed, f"{pt.wall:.2f}"])
-    tree = f" ({args.tree} tree)" if args.proto in ps.AGREEMENTS else ""
+    tree = f" ({args.tree} tree, {args.order} order)" if args.proto in ps.AGREEMENTS else ""
     print(f"{args.proto}{tree} on {args.topology}, failures {args.when} the operation, detection delay "
           f"{detect * 1e6:g} us")
     print_table(["P", "F", "latency_us", "vs_F0", "messages", "bytes", "agreed_failed", "wall_s"], rows)

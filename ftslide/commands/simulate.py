@@ -87,7 +87,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         trials=args.trials, seed=args.seed, net=net,
         halo_bytes=parse_size(args.halo, "--halo"),
         allreduce_bytes=parse_size(args.allreduce_size, "--allreduce-size"),
-        iters=args.iters, jobs=max(args.jobs, 0), timeout=args.timeout,
+        iters=args.iters, jobs=args.jobs, timeout=args.timeout,
         simulate=not args.analytic_only, use_cache=not args.no_cache,
         route_order=args.route_order, expect=args.expect_failures)
 

@@ -51,6 +51,7 @@ from ..build.mpi import MULTINODE_ULFM_OPTIONS
 from ..build.native import REPO
 from ..build.ompi import cache_root
 from ..errors import FtslideError
+from ..ui.output import write_text
 from ..sliding.topology import Topology, TopologyError, parse_topology
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
@@ -276,9 +277,7 @@ def save(cluster: Cluster) -> None:
     """Write the state file atomically."""
     path = state_path(cluster.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(asdict(cluster), indent=1) + "\n")
-    os.replace(partial, path)
+    write_text(path, json.dumps(asdict(cluster), indent=1) + "\n")
 
 
 def load(name: str) -> Cluster:

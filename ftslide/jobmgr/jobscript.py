@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import FtslideError
+from ..ui.output import write_text
 from ..build.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
 from ..build.native import REPO
 
@@ -186,15 +187,7 @@ def write(text: str, path: Path) -> None:
     """Write an executable script atomically: a failure leaves neither a partial nor a temporary file."""
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise FtslideError(f"cannot write {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise FtslideError(f"cannot write {path}: it is a directory")
-    partial = directory / f".{path.name}.{os.getpid()}.partial"
-    try:
-        partial.write_text(text)
-        partial.chmod(0o755)
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise FtslideError(f"cannot write {path}: {exc.strerror}") from None
+        what = "is a file, not a directory" if directory.exists() else "does not exist"
+        raise FtslideError(f"cannot write {path}: {directory} {what}")
+    write_text(path, text, mode=0o755)
 

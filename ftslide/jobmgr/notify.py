@@ -3,7 +3,7 @@
 ``ftslide notify`` is what a job manager's health hook calls: it finds the job's
 mpirun/prterun, reads its PMIx rendezvous file for the server URI, and runs
 ``ftslide-notify`` (jobmgr-adapters/prrte/notify.c, a PMIx tool built with the project's
-Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch 0002)
+Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch prrte/04)
 to treat the node's daemon as lost; for a rank, it raises the event PRRTE itself sends when a
 process dies, so ULFM marks that rank failed at once (docs/nodeloss.md).
 """
@@ -38,6 +38,14 @@ def running_jobs() -> list[int]:
 def server_uri(pid: int) -> str:
     """The PMIx server URI of prterun ``pid``, from its rendezvous file pmix.<host>.tool.<pid>."""
     bases = {Path(os.environ.get("TMPDIR", "/tmp")), Path("/tmp")}
+    try:  # the session directory base the job was launched with (ftslide run sets one per launch)
+        job_env = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                       if b"=" in entry)
+    except OSError:
+        job_env = {}
+    for variable in (b"PRTE_MCA_prte_tmpdir_base", b"TMPDIR"):
+        if variable in job_env:
+            bases.add(Path(job_env[variable].decode(errors="replace")))
     for base in bases:
         for path in base.glob(f"prterun.*.{pid}.*/pmix.*.tool.{pid}"):
             try:

@@ -35,16 +35,17 @@ from ..sliding.topology import Topology, TopologyError, parse_topology
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
 TREES = ("binomial", "binary", "knomial4")
-MAX_P = 1 << 16
+ORDERS = ("rank", "torus")
+MAX_P = 1 << 20  # a sanity bound; what fits is decided by the memory estimate
 # Memory the driver needs, measured on the auto-sized torus (docs/protocols.md,
 # "Scale"): the cores keep O(failures + log P) words per process (sorted rank
 # arrays, no P-entry array), so the driver's footprint is SimGrid's: ~27 KB
-# per actor (16 KB stacks, mailboxes, the platform), 1.74 GB for an agreement
-# at P = 65,536. A crash makes the driver start one waker actor per live
-# process (16 KB stack each): ~18 KB more per process at the peak, measured
-# the same for 1 to 4 failures (the wakers of one crash are gone before the next).
+# per actor (16 KB stacks, mailboxes, the platform), 1.88 GB for an agreement
+# at P = 65,536. The first crash makes the driver start one waker actor per
+# live process (16 KB stack each), kept for the later crashes: 3.57 GB at the
+# peak with 8 failures at P = 65,536, ~26 KB more per process.
 _BYTES_PER_PROC = {"era": 30e3, "era-early": 30e3, "bmg": 30e3, "bmg-lean": 30e3, "allreduce": 30e3}
-_BYTES_PER_PROC_WITH_FAILURES = 20e3
+_BYTES_PER_PROC_WITH_FAILURES = 27e3
 
 
 class DriverError(FtslideError):
@@ -55,7 +56,7 @@ class DriverError(FtslideError):
 
 
 def parse_p_list(text: str) -> tuple[int, ...]:
-    """'1024,4096' -> (1024, 4096); each 2..65536."""
+    """'1024,4096' -> (1024, 4096); each 2..MAX_P (whether it fits in memory is checked later)."""
     parts = [p.strip() for p in str(text).split(",")]
     if not parts or not all(re.fullmatch(r"[0-9]+", p) for p in parts):
         raise FtslideError(f"bad process counts '{text}': write a comma-separated list such as 1024,4096")
@@ -185,17 +186,22 @@ def check_memory(proto: str, p: int, fraction: float = 0.4, failures: int = 0) -
     need = memory_estimate(proto, p, failures)
     if need > budget:
         raise FtslideError(f"{proto} at P = {p} with {failures} failures needs about {need / 1e9:.1f} GB "
-                           f"(about {need / p / 1e3:.0f} KB per simulated process) but {budget / 1e9:.1f} GB "
-                           f"are free: the largest P that fits here is {largest_p(proto, budget, failures)}")
+                           f"(about {need / p / 1e3:.0f} KB per simulated process), more than the {budget / 1e9:.1f} GB "
+                           f"a run may take here ({fraction:.0%} of the free memory): the largest P that fits "
+                           f"is {largest_p(proto, budget, failures)}")
 
 
 def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, float]] = (),
                adversary: int = 0, detect: float = 1e-6, dump: bool = False,
-               timeout: float = 600.0, extra: Sequence[str] = (), tree: str = "binomial") -> dict:
+               timeout: float = 600.0, extra: Sequence[str] = (), tree: str = "binomial",
+               torus: Sequence[int] = ()) -> dict:
     """Run one simulation; return the summary (plus ``decisions`` with ``dump``).
 
-    Raises DriverError if the driver fails or its own checks fail (exit 1:
-    some live process undecided or two live processes decided differently).
+    ``torus``: the agreement tree over the folded torus order of these
+    dimensions (first fastest, as ``era_set_torus`` takes them; see
+    ``torus_order``). Raises DriverError if the driver fails or its own checks
+    fail (exit 1: some live process undecided or two live processes decided
+    differently).
     """
     if tree not in TREES:
         raise FtslideError(f"unknown tree '{tree}': use one of {', '.join(TREES)}")
@@ -207,6 +213,8 @@ def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, 
         cmd += ["--adversary", str(adversary)]
     if dump:
         cmd.append("--dump")
+    if torus:
+        cmd += ["--torus-order", "x".join(map(str, torus))]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -259,9 +267,22 @@ class SweepResult:
     when: str
     detect: float
     tree: str = "binomial"
+    order: str = "rank"
     points: list[Point] = field(default_factory=list)
     allreduce: dict[int, float] = field(default_factory=dict)  # P -> latency
     fits: dict[int, Fit] = field(default_factory=dict)
+
+
+def torus_order(topo: Topology, p: int) -> tuple[int, ...]:
+    """Dimensions for ``era_set_torus`` (first fastest) of a torus of exactly P hosts.
+
+    The topology model numbers hosts with the last dimension fastest, so the
+    dimensions are handed over reversed.
+    """
+    if topo.kind not in ("torus", "ring") or topo.hosts != p:
+        raise FtslideError(f"--order torus needs a torus of exactly P = {p} hosts, not {topo}: "
+                           f"use --topology torus (sized for each P) or --order rank")
+    return tuple(reversed(topo.dims))
 
 
 def crash_schedule(proto: str, p: int, f: int, when: str, baseline: float, seed: int) -> tuple[list[tuple[int, float]], int]:
@@ -298,24 +319,36 @@ def fit_sum_log(p: int, fs: Sequence[int], latency: Sequence[float]) -> Fit:
 
 def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workdir: Path,
           when: str = "during", detect: float = 1e-6, seed: int = 1, timeout: float = 600.0,
-          progress: Callable[[str], None] | None = None, tree: str = "binomial") -> SweepResult:
-    """Run proto for every P and F (plus the allreduce per P); fit the agreement's cost."""
+          progress: Callable[[str], None] | None = None, tree: str = "binomial",
+          order: str = "rank") -> SweepResult:
+    """Run proto for every P and F (plus the allreduce per P); fit the agreement's cost.
+
+    ``order`` = ``torus``: the agreement's tree (and the adversary's root) over
+    the folded torus order; the allreduce stays the binomial one in rank order.
+    """
     if proto not in PROTOS:
         raise FtslideError(f"unknown protocol '{proto}': use one of {', '.join(PROTOS)}")
     if when not in ("during", "before"):
         raise FtslideError(f"unknown failure timing '{when}': use during or before")
     if tree not in TREES:
         raise FtslideError(f"unknown tree '{tree}': use one of {', '.join(TREES)}")
+    if order not in ORDERS:
+        raise FtslideError(f"unknown order '{order}': use one of {', '.join(ORDERS)}")
+    if order == "torus" and proto not in AGREEMENTS:
+        raise FtslideError("--order torus applies to the agreement (era, era-early)")
     for p in ps:
         if max(fs) >= p:
             raise FtslideError(f"{max(fs)} failures among P = {p} processes: at least one must survive")
-        topology_for(topology, p)  # validate every P before running anything
+        topo = topology_for(topology, p)  # validate every P before running anything
+        if order == "torus":
+            torus_order(topo, p)
         check_memory(proto, p, failures=max(fs))
     workdir.mkdir(parents=True, exist_ok=True)
-    res = SweepResult(proto, topology, when, detect, tree)
+    res = SweepResult(proto, topology, when, detect, tree, order)
     for p in ps:
         topo = topology_for(topology, p)
         plat = write_platform(topo, workdir / f"platform-{p}.xml")
+        dims = torus_order(topo, p) if order == "torus" else ()
         if progress:
             progress(f"P = {p} on {topo}: allreduce")
         res.allreduce[p] = run_driver(plat, "allreduce", p, timeout=timeout)["latency"]
@@ -324,7 +357,7 @@ def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workd
             if progress:
                 progress(f"P = {p} on {topo}: {proto}, F = {f}")
             crashes, adv = crash_schedule(proto, p, f, when, baseline, seed)
-            out = run_driver(plat, proto, p, crashes, adv, detect, timeout=timeout, tree=tree)
+            out = run_driver(plat, proto, p, crashes, adv, detect, timeout=timeout, tree=tree, torus=dims)
             if f == 0:
                 baseline = out["latency"]
             if f in fs:
@@ -337,11 +370,12 @@ def sweep(proto: str, ps: Sequence[int], fs: Sequence[int], topology: str, workd
 
 
 def write_outputs(res: SweepResult, out: Path) -> list[Path]:
-    """CSV, JSON and PNG plots (latency vs F with the fit, messages vs F)."""
+    """CSV, JSON and PNG plots (latency vs F with the fit, the fit's residuals, messages vs F)."""
     import csv
 
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"protocols-{res.proto}-{res.when}" + ("" if res.tree == "binomial" else f"-{res.tree}")
+    stem = (f"protocols-{res.proto}-{res.when}" + ("" if res.tree == "binomial" else f"-{res.tree}")
+            + ("" if res.order == "rank" else f"-{res.order}"))
     csv_path = out / f"{stem}.csv"
     with csv_path.open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -353,7 +387,7 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
     json_path = out / f"{stem}.json"
     json_path.write_text(json.dumps({
         "proto": res.proto, "topology": res.topology, "when": res.when, "detect_s": res.detect,
-        "tree": res.tree,
+        "tree": res.tree, "order": res.order,
         "points": [pt.__dict__ for pt in res.points],
         "allreduce_latency_s": {str(k): v for k, v in res.allreduce.items()},
         "fits": {str(k): v.__dict__ for k, v in res.fits.items()},
@@ -365,7 +399,9 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for what in ("latency", "messages"):
+    for what in ("latency", "messages", "residuals"):
+        if what == "residuals" and not res.fits:
+            continue
         fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=80)
         for i, p in enumerate(sorted({pt.p for pt in res.points})):
             pts = [pt for pt in res.points if pt.p == p]
@@ -378,12 +414,19 @@ def write_outputs(res: SweepResult, out: Path) -> list[Path]:
                     grid = list(range(min(fs), max(fs) + 1))
                     ax.plot(grid, [(fit.a + fit.b * sum_log(p, f)) * 1e6 for f in grid], "-", color=color,
                             label=f"fit a+b·Σlog2(P−f), R²={fit.r2:.3f}")
+            elif what == "residuals":
+                fit = res.fits.get(p)
+                if fit:
+                    ax.plot(fs, [(pt.latency - fit.a - fit.b * sum_log(p, pt.f)) * 1e6 for pt in pts], "o-",
+                            color=color, label=f"P={p}, R²={fit.r2:.4f}")
+                    ax.axhline(0.0, color="grey", lw=0.8)
             else:
                 ax.plot(fs, [pt.messages for pt in pts], "o-", color=color, label=f"P={p}")
         ax.set_xlabel("failures F")
-        ax.set_ylabel("latency (µs)" if what == "latency" else "messages")
-        tree = f", {res.tree} tree" if res.proto in AGREEMENTS else ""
-        ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when} the operation", fontsize=10)
+        ax.set_ylabel({"latency": "latency (µs)", "messages": "messages",
+                       "residuals": "latency − fit (µs)"}[what])
+        tree = f", {res.tree} tree, {res.order} order" if res.proto in AGREEMENTS else ""
+        ax.set_title(f"{res.proto}{tree}, {res.topology}, failures {res.when}", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()

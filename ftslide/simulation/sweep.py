@@ -19,10 +19,8 @@ import json
 import os
 import random
 import statistics
-import sys
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +34,8 @@ from .network import NetParams
 from .placement import Placement, make_placement
 from .platform import hostfile, platform_xml
 from .smpi import KernelRun, kill_running, run_kernels
+from ..ui.output import new_figure, save_figure, write_text
+from ..ui.progress import Bar
 
 
 
@@ -137,6 +137,10 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
         raise FtslideError("--trials must be at least 1")
     if cfg.iters < 1:
         raise FtslideError("--iters must be at least 1")
+    if cfg.jobs < 0:
+        raise FtslideError(f"--jobs must be 0 (one per core) or more, not {cfg.jobs}")
+    if not cfg.timeout > 0:
+        raise FtslideError(f"--timeout must be a positive number of seconds, not {cfg.timeout:g}")
     return topology, placement
 
 
@@ -148,36 +152,6 @@ def draw_failures(placement: Placement, fmax: int, trials: int, seed: int) -> li
         rng = random.Random(f"ftslide-simulate:{seed}:{t}")
         out.append(rng.sample(candidates, fmax))
     return out
-
-
-class Bar:
-    """A one-line progress bar on stderr (a line per 10% when not a terminal)."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
-        self.total, self.label = total, label
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.start = time.monotonic()
-        self.done_count = 0
-        self.last_decile = -1
-        self.lock = threading.Lock()
-
-    def step(self) -> None:
-        with self.lock:
-            self.done_count += 1
-            n, total = self.done_count, max(self.total, 1)
-            elapsed = time.monotonic() - self.start
-            eta = elapsed / n * (total - n) if n else 0.0
-            width = 30
-            fill = int(width * n / total)
-            line = (f"[{self.label}] [{'#' * fill}{'.' * (width - fill)}] {n}/{total} "
-                    f"{elapsed:5.0f}s elapsed, ~{eta:.0f}s left")
-            if self.tty:
-                self.stream.write("\r\033[K" + line + ("\n" if n >= total else ""))
-            elif n * 10 // total != self.last_decile:
-                self.last_decile = n * 10 // total
-                self.stream.write(line + "\n")
-            self.stream.flush()
 
 
 def run_sweep(cfg: SweepConfig, progress: bool = True,
@@ -341,15 +315,6 @@ CSV_FIELDS = ("method", "failures", "pattern", "trials", "trials_ok", "slowdown_
               "hops_max_median", "error")
 
 
-def _atomic_write(path: Path, writer: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_outputs(out: Path, summary: dict[str, object], trials: list[Trial],
                   platform: str) -> list[Path]:
     """slowdown.csv, slowdown.json, slowdown-<pattern>.png, platform.xml (atomically)."""
@@ -375,7 +340,7 @@ def write_outputs(out: Path, summary: dict[str, object], trials: list[Trial],
     for name, text in (("slowdown.csv", csv_text), ("slowdown.json", json_text),
                        ("platform.xml", platform)):
         path = out / name
-        _atomic_write(path, lambda p, text=text: p.write_text(text))
+        write_text(path, text)
         written.append(path)
     written += plot(out, summary)
     return written
@@ -383,10 +348,6 @@ def write_outputs(out: Path, summary: dict[str, object], trials: list[Trial],
 
 def plot(out: Path, summary: dict[str, object]) -> list[Path]:
     """One PNG per pattern: median slowdown against failures per method, min-max bars."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cfg = summary["config"]
     rows = summary["rows"]
     assert isinstance(cfg, dict) and isinstance(rows, list)
@@ -394,7 +355,8 @@ def plot(out: Path, summary: dict[str, object]) -> list[Path]:
     key = "slowdown_median" if simulated else "model_slowdown_median"
     paths = []
     for pattern in cfg["patterns"]:
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        fig = new_figure(6.4, 4.2)
+        ax = fig.add_subplot()
         for method in cfg["methods"]:
             pts = [r for r in rows if r["method"] == method and r["pattern"] == pattern
                    and r[key] is not None]
@@ -416,7 +378,6 @@ def plot(out: Path, summary: dict[str, object]) -> list[Path]:
         ax.legend()
         fig.tight_layout()
         path = out / f"slowdown-{pattern}.png"
-        _atomic_write(path, lambda p, fig=fig: fig.savefig(p, dpi=100, format="png"))
-        plt.close(fig)
+        save_figure(fig, path)
         paths.append(path)
     return paths

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from ..build.native import native_library
+from ..build.native import bind_library
 from ..errors import FtslideError
 from .topology import Topology, _CTopo, parse_topology
 
@@ -122,18 +122,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 
 @lru_cache(maxsize=None)
 def _lib() -> ctypes.CDLL:
-    """Load libslidecore.so (building it first if needed) and declare its API."""
-    lib = ctypes.CDLL(str(native_library("slidecore")))
-    for name, (restype, argtypes) in _SIGNATURES.items():
-        fn = getattr(lib, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
-    for which, struct in ((0, _CGrid), (1, _CSpares), (2, _CLayout), (3, _CMetrics), (6, _CChoice)):
-        if lib.slide_struct_size(which) != ctypes.sizeof(struct):
-            raise FtslideError(f"libslidecore.so does not match ftslide/sliding/core.py "
-                               f"({struct.__name__[2:]} size differs): rebuild with "
-                               f"'cmake --build build'")
-    return lib
+    """libslidecore.so (built first if needed) with its API declared."""
+    return bind_library("slidecore", _SIGNATURES, {0: _CGrid, 1: _CSpares, 2: _CLayout, 3: _CMetrics,
+                                                  6: _CChoice}, "ftslide/sliding/core.py")
 
 
 def strerror(code: int) -> str:
@@ -340,7 +331,11 @@ def _int32_array(values: Iterable[object], what: str) -> "array[int]":
 
 
 def _workspace(nbytes: int) -> "ctypes.Array[ctypes.c_uint64]":
-    return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
+    try:
+        return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
+    except MemoryError:
+        raise SlideError(f"not enough memory for the core's {nbytes / 2**20:.0f} MiB workspace: "
+                         "the grid is too large for this machine", EINVAL) from None
 
 
 # ---- mappings ------------------------------------------------------------------

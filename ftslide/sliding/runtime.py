@@ -24,10 +24,11 @@ LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
 RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid", "routed")
-# Places where a node can be killed: "iter=I" (start of iteration I, workers),
-# "waiting" (a spare or idle process entering its wait), "recovery_start" and
-# "recovery_state" (inside a recovery, before the shrink / before moving state).
-KILL_POINT = re.compile(r"iter=\d+|waiting|recovery_start|recovery_state")
+# Places where a node can be killed (docs/sliding-runtime.md): "iter=I" (start of
+# iteration I, workers) and the runtime's own points, in the order a run meets them.
+RUNTIME_POINTS = ("checkpoint", "waiting", "recovery_start", "recovery_agree", "recovery_map",
+                  "recovery_rebuild", "recovery_state", "recovery_commit", "promoted")
+KILL_POINT = re.compile(r"iter=\d+|" + "|".join(RUNTIME_POINTS))
 
 _RECOVERED = re.compile(r"jacobi3d: recovered at iteration (\d+): failed nodes ([\d,]*); attempts (\d+); "
                         r"times ms agree ([\d.]+) map ([\d.]+) rebuild ([\d.]+) state ([\d.]+) "
@@ -89,7 +90,7 @@ def parse_kill(text: str) -> tuple[int, str]:
         point = f"iter={point}"
     if not node.isdigit() or not KILL_POINT.fullmatch(point):
         raise FtslideError(f"invalid kill {text!r}: use NODE@ITERATION (2@12) or NODE@POINT with POINT one of "
-                           "iter=I, waiting, recovery_start, recovery_state")
+                           f"iter=I, {', '.join(RUNTIME_POINTS)}")
     return int(node), point
 
 
@@ -106,8 +107,10 @@ def node_count(grid: str, spares: str, method: str) -> int:
 
 def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
         n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
-        binary: Path | None = None) -> StencilRun:
-    """Run the example with SIGKILL at the named (node, point) pairs."""
+        binary: Path | None = None, stacks_on_timeout: bool = False,
+        env: dict[str, str] | None = None) -> StencilRun:
+    """Run the example with SIGKILL at the named (node, point) pairs (mpi.MpirunTimeout if it hangs);
+    ``env`` adds to the launch's environment."""
     nodes = node_count(grid, spares, method)
     for node, point in kills:
         if node >= nodes:
@@ -115,9 +118,12 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
     if len({node for node, _ in kills}) != len(kills):
         raise FtslideError("each node can be killed once")
     binary = binary or build(prefix)
-    env = {"FTSLIDE_KILL": ",".join(f"{node}@{point}" for node, point in kills)} if kills else {}
+    env = dict(env or {})
+    if kills:
+        env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
     result = mpi.run(prefix, ["-np", str(nodes), str(binary), grid, spares, method, str(n), str(iterations),
-                              str(checkpoint_every)], timeout=timeout, env=env)
+                              str(checkpoint_every)], timeout=timeout, env=env,
+                     stacks_on_timeout=stacks_on_timeout)
     return parse(result.returncode, result.stdout, result.stderr)
 
 

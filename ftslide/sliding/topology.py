@@ -42,7 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..build.native import native_library
+from ..build.native import bind_library
 from ..errors import FtslideError
 
 __all__ = ["Link", "Round", "Topology", "TopologyError", "parse_topology", "KINDS", "GRAMMAR"]
@@ -104,17 +104,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 
 @lru_cache(maxsize=None)
 def _lib() -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(native_library("slidecore")))
-    for name, (restype, argtypes) in _SIGNATURES.items():
-        fn = getattr(lib, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
-    for which, struct in ((4, _CTopo), (5, _CRoundStats)):
-        if lib.slide_struct_size(which) != ctypes.sizeof(struct):
-            raise FtslideError(f"libslidecore.so does not match ftslide/sliding/topology.py "
-                               f"({struct.__name__[2:]} size differs): rebuild with "
-                               f"'cmake --build build'")
-    return lib
+    return bind_library("slidecore", _SIGNATURES, {4: _CTopo, 5: _CRoundStats}, "ftslide/sliding/topology.py")
 
 
 def _text(fn_name: str, c: _CTopo) -> str:

@@ -1,8 +1,11 @@
-"""Progress for long work: a live line on a terminal, a line every half minute otherwise."""
+"""Progress for long work: phases with a live line (Progress), or a bar over a known count of jobs (Bar).
+
+On a terminal one line is rewritten in place; in a log (CI) lines are printed sparingly."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -55,3 +58,33 @@ class Progress:
             self.stream.write("\n")
         self.current = ""
         self._emit(text, final=True)
+
+
+class Bar:
+    """A one-line progress bar on stderr (a line per 10% when not a terminal)."""
+
+    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
+        self.total, self.label = total, label
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.start = time.monotonic()
+        self.done_count = 0
+        self.last_decile = -1
+        self.lock = threading.Lock()
+
+    def step(self) -> None:
+        with self.lock:
+            self.done_count += 1
+            n, total = self.done_count, max(self.total, 1)
+            elapsed = time.monotonic() - self.start
+            eta = elapsed / n * (total - n) if n else 0.0
+            width = 30
+            fill = int(width * n / total)
+            line = (f"[{self.label}] [{'#' * fill}{'.' * (width - fill)}] {n}/{total} "
+                    f"{elapsed:5.0f}s elapsed, ~{eta:.0f}s left")
+            if self.tty:
+                self.stream.write("\r\033[K" + line + ("\n" if n >= total else ""))
+            elif n * 10 // total != self.last_decile:
+                self.last_decile = n * 10 // total
+                self.stream.write(line + "\n")
+            self.stream.flush()

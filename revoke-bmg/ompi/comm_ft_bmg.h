@@ -56,7 +56,7 @@ typedef int (*ompi_comm_ftbmg_deliver_fn_t)(struct ompi_communicator_t *comm,
                                             struct ompi_comm_rbcast_message_t *msg);
 
 /* Messages upstream's diffusion (algorithms 1, 2, tag 0x30) has sent here:
- * counted by patch 0008 in ompi_comm_rbcast_send_msg(), so that benchmarks
+ * counted by patch ompi/04 in ompi_comm_rbcast_send_msg(), so that benchmarks
  * compare message counts (MPI_T: mpi_ft_rbcast_messages_sent). */
 extern unsigned long long ompi_comm_rbcast_upstream_sent;
 

@@ -15,10 +15,11 @@
 //
 // Usage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce
 //        --p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R]
-//        [--tree binomial|binary|knomial4] [--dump]
+//        [--tree binomial|binary|knomial4] [--torus-order AxBxC] [--dump]
 //        [--cfg=...]
 //
-// --adversary F (agreement only): the current root (the lowest live rank) is
+// --adversary F (agreement only): the current root (era_root(): the lowest live
+// rank, or the lowest in the torus order with --torus-order) is
 // killed the moment it decides, F times, so that every such failure is
 // discovered during the operation.
 #include <simgrid/s4u.hpp>
@@ -76,6 +77,7 @@ struct Global {
     double detect = 1e-6;
     uint32_t root = 0; // broadcaster (bmg)
     era_tree_t tree = ERA_TREE_BINOMIAL;
+    std::vector<uint32_t> torus; // --torus-order: the agreement tree over the folded torus order
     bool dump = false;
     std::vector<Crash> crashes;      // sorted by time
     std::vector<double> crash_at;    // per rank, +inf if never
@@ -83,7 +85,9 @@ struct Global {
     std::vector<sg4::Mailbox *> mbox;
     std::vector<sg4::Host *> mbox_host;
     std::vector<Decision> dec;
+    std::vector<era_t *> era; // per rank: its agreement core (adversary)
     std::vector<uint64_t> inflight_to; // messages in flight to each rank
+    std::vector<std::vector<sg4::CommPtr>> out; // per rank: its sends not known complete
     uint64_t inflight = 0;             // ... to ranks that are not crashed
     uint64_t sent = 0, bytes = 0;
     uint64_t sent_at_last_decision = 0;
@@ -94,6 +98,10 @@ struct Global {
     bool finished = false;
     double finish_time = 0;
     sg4::Mailbox *ctl = nullptr;
+    std::vector<double> dyn_crash_time; // crashes during the run, in order (wakers)
+    bool wakers_started = false;
+    sg4::MutexPtr crash_mutex;
+    sg4::ConditionVariablePtr crash_cv;
 };
 
 Global G;
@@ -111,7 +119,7 @@ void post(uint32_t from, uint32_t dest, const void *buf, size_t len)
         G.inflight_to[dest]++;
         G.inflight++;
     }
-    G.mbox[dest]->put_init(m, len)->detach();
+    G.out[from].push_back(G.mbox[dest]->put_async(m, len));
 }
 
 // Called after every event: end the run once nothing can happen any more.
@@ -126,6 +134,26 @@ void check_quiescence()
 struct Ctx {
     uint32_t rank;
 };
+
+// Waker of process r: for every crash that happens during the run, an empty
+// message to r `detect` seconds after it (r then applies the report).
+void waker(uint32_t r)
+{
+    sg4::Actor::self()->daemonize();
+    std::unique_lock<sg4::Mutex> lock(*G.crash_mutex);
+    for (size_t seen = 0;; seen++) {
+        while (seen == G.dyn_crash_time.size()) G.crash_cv->wait(lock);
+        const double due = G.dyn_crash_time[seen] + G.detect;
+        lock.unlock();
+        sg4::this_actor::sleep_until(due);
+        if (G.crashed[r]) return;
+        // A blocking put, not a detached one: SimGrid 3.32 finishes a
+        // detached comm whose sender has exited by scanning a list of such
+        // comms.
+        G.mbox[r]->put(new Msg{WAKE, {}}, 0);
+        lock.lock();
+    }
+}
 
 // Process `me` crashes now: it stops sending, its undelivered messages are
 // lost, and every other live process learns of it `detect` seconds later.
@@ -149,29 +177,20 @@ void crash(uint32_t me, bool add_entry)
         G.crashes.insert(it, c);
         G.crash_at[me] = c.time;
         G.reports_pending += G.running;
-        // Live processes may be blocked without a deadline: a local waker
-        // (same host, so the loopback carries its empty message in no time)
-        // wakes each one when the report is due.
-        const double detect = G.detect;
-        for (uint32_t r = 0; r < G.P; r++) {
-            if (G.crashed[r]) continue;
-            sg4::Actor::create("w" + std::to_string(r), G.mbox_host[r], [r, detect] {
-                sg4::Actor::self()->daemonize();
-                sg4::this_actor::sleep_for(detect);
-                // A blocking put, not a detached one: SimGrid 3.32 finishes a
-                // detached comm whose sender has exited by scanning a list of
-                // such comms (quadratic with P wakers per crash).
-                G.mbox[r]->put(new Msg{WAKE, {}}, 0);
-            });
+        // Live processes may be blocked without a deadline: each has a waker
+        // on its host (so the loopback carries its empty message in no time)
+        // that wakes it when the report is due. The wakers are started at the
+        // first crash and then wait on one condition variable: creating P
+        // actors per crash cost seconds per crash at P = 65,536.
+        G.dyn_crash_time.push_back(c.time);
+        if (G.wakers_started) {
+            G.crash_cv->notify_all();
+        } else {
+            G.wakers_started = true;
+            for (uint32_t r = 0; r < G.P; r++)
+                if (!G.crashed[r]) sg4::Actor::create("w" + std::to_string(r), G.mbox_host[r], waker, r);
         }
     }
-}
-
-uint32_t lowest_alive()
-{
-    for (uint32_t r = 0; r < G.P; r++)
-        if (!G.crashed[r]) return r;
-    return G.P;
 }
 
 void record_decision(uint32_t rank, uint64_t flag, int err, const uint32_t *failed, size_t nfailed)
@@ -184,9 +203,10 @@ void record_decision(uint32_t rank, uint64_t flag, int err, const uint32_t *fail
     d.err = err;
     if (failed) d.failed.assign(failed, failed + nfailed);
     G.sent_at_last_decision = G.sent;
-    // The adversary kills the current root the moment it decides, so that
-    // the failure is discovered during the operation.
-    if (G.adversary > 0 && G.running > 1 && rank == lowest_alive()) {
+    // The adversary kills the current root (a process that decides while it
+    // takes itself for the root) the moment it decides, so that the failure
+    // is discovered during the operation.
+    if (G.adversary > 0 && G.running > 1 && G.era[rank] && era_root(G.era[rank]) == rank) {
         G.adversary--;
         crash(rank, true);
     }
@@ -252,8 +272,17 @@ struct EraCore : Core {
             std::fprintf(stderr, "ftproto_sim: era_create failed (out of memory?)\n");
             std::exit(3);
         }
+        if (!G.torus.empty() && era_set_torus(e, G.torus.data(), static_cast<uint32_t>(G.torus.size())) != ERA_OK) {
+            std::fprintf(stderr, "ftproto_sim: era_set_torus refused the dimensions\n");
+            std::exit(2);
+        }
+        G.era[r] = e;
     }
-    ~EraCore() override { era_destroy(e); }
+    ~EraCore() override
+    {
+        G.era[me] = nullptr;
+        era_destroy(e);
+    }
     void start() override
     {
         // Every process contributes all flag bits but bit (rank % 64), so
@@ -327,6 +356,10 @@ void process(uint32_t me)
     }
     const double inf = std::numeric_limits<double>::infinity();
     size_t &next = G.next[me];
+    // Eager delivery: a message starts flowing to this host when it is sent,
+    // not when this actor asks for it (SimGrid's default rendezvous would
+    // serialise the messages that reach one process at the same time).
+    G.mbox[me]->set_receiver(sg4::Actor::self());
     core->start();
     G.started++;
     check_quiescence();
@@ -338,6 +371,7 @@ void process(uint32_t me)
         if (G.crashed[me] || my_crash <= t) {
             crash(me, false);
             check_quiescence();
+            G.mbox[me]->set_receiver(nullptr);
             return; // the actor dies with its state; its undelivered messages are lost
         }
         while (next < G.crashes.size() && G.crashes[next].time + G.detect <= t) {
@@ -359,6 +393,8 @@ void process(uint32_t me)
         G.inflight_to[me]--;
         G.inflight--;
         core->recv(m->from, *m);
+        auto &o = G.out[me];
+        o.erase(std::remove_if(o.begin(), o.end(), [](const sg4::CommPtr &c) { return c->test(); }), o.end());
         check_quiescence();
     }
 }
@@ -373,7 +409,7 @@ void controller()
 {
     std::fprintf(stderr,
                  "ftproto_sim: %s\nusage: ftproto_sim PLATFORM.xml --proto era|era-early|bmg|bmg-lean|allreduce "
-                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--tree binomial|binary|knomial4] [--dump]\n",
+                 "--p N [--crash RANK@TIME]... [--adversary F] [--detect SEC] [--root R] [--tree binomial|binary|knomial4] [--torus-order AxBxC] [--dump]\n",
                  why);
     std::exit(2);
 }
@@ -409,6 +445,16 @@ long maxrss_kb()
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
     return ru.ru_maxrss;
+}
+
+// CPU seconds (user + system) of this process: the wall time it would take on
+// an idle core, whatever else shares the machine (the driver is one thread).
+double cpu_s()
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 const char *proto_name(Proto p)
@@ -475,6 +521,16 @@ int main(int argc, char **argv)
         } else if (a == "--tree") {
             std::string t = val();
             if (ERA_OK != era_tree_from_name(t.c_str(), &G.tree)) usage("bad --tree (binomial, binary or knomial4)");
+        } else if (a == "--torus-order") {
+            std::string t = val();
+            for (size_t at = 0; at <= t.size();) {
+                size_t x = t.find('x', at);
+                if (x == std::string::npos) x = t.size();
+                uint32_t d;
+                if (!parse_u32(t.substr(at, x - at).c_str(), &d) || d == 0) usage("bad --torus-order (write AxBxC)");
+                G.torus.push_back(d);
+                at = x + 1;
+            }
         } else if (a == "--dump") {
             G.dump = true;
         } else {
@@ -488,6 +544,10 @@ int main(int argc, char **argv)
     else if (proto == "allreduce") G.proto = Proto::Allreduce;
     else usage("unknown --proto");
     if (G.P == 0) usage("--p is required");
+    uint64_t torus_procs = 1;
+    for (uint32_t d : G.torus) torus_procs *= d;
+    if (!G.torus.empty() && (torus_procs != G.P || G.torus.size() > ERA_MAX_DIMS))
+        usage("--torus-order: the dimensions must multiply to --p");
 
     engine.load_platform(platform);
     if (engine.get_host_count() < G.P) usage("the platform has fewer hosts than --p");
@@ -518,10 +578,14 @@ int main(int argc, char **argv)
 
     G.crashed.assign(G.P, 0);
     G.dec.resize(G.P);
+    G.era.assign(G.P, nullptr);
     G.inflight_to.assign(G.P, 0);
+    G.out.resize(G.P);
     G.mbox.resize(G.P);
     G.mbox_host.resize(G.P);
     G.ctl = sg4::Mailbox::by_name("ctl");
+    G.crash_mutex = sg4::Mutex::create();
+    G.crash_cv = sg4::ConditionVariable::create();
     for (uint32_t r = 0; r < G.P; r++) {
         G.mbox[r] = sg4::Mailbox::by_name("p" + std::to_string(r));
         G.mbox_host[r] = engine.host_by_name("h" + std::to_string(r));
@@ -565,11 +629,11 @@ int main(int argc, char **argv)
                 "\"latency\": %.9g, \"end\": %.9g, \"messages\": %" PRIu64 ", \"messages_at_decision\": %" PRIu64
                 ", \"bytes\": %" PRIu64 ", \"flag\": %" PRIu64 ", \"err\": %d, \"failed\": [%s], "
                 "\"crashed\": [%s], \"crashed_before\": [%s], \"detect\": %.9g, \"quiescent\": %s, "
-                "\"wall\": %.3f, \"maxrss_kb\": %ld, \"tree\": \"%s\"}\n",
+                "\"wall\": %.3f, \"cpu\": %.3f, \"maxrss_kb\": %ld, \"tree\": \"%s\"}\n",
                 proto_name(G.proto), G.P, alive, decided, decisions.size(), latency, G.finish_time, G.sent,
                 G.sent_at_last_decision, G.bytes, any ? any->flag : 0, any ? any->err : 0,
                 any ? rank_list(any->failed).c_str() : "", victims.c_str(), before.c_str(), G.detect,
-                G.finished ? "true" : "false", wall, maxrss_kb(), era_tree_name(G.tree));
+                G.finished ? "true" : "false", wall, cpu_s(), maxrss_kb(), era_tree_name(G.tree));
     std::fflush(stdout);
     bool ok = G.finished && decisions.size() <= 1 &&
               (decided == alive || ((G.proto == Proto::Bmg || G.proto == Proto::BmgLean) && decided == 0));

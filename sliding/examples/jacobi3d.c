@@ -21,8 +21,8 @@
  *   jacobi3d: done: ITERATIONS iterations, N^3 per rank, checksum 0x... (value)
  *
  * Fault injection (ftslide_killpoint.h), by node id = MPI_COMM_WORLD rank:
- * "iter=I" at the start of iteration I; the runtime's own points inside a
- * recovery ("recovery_start", "recovery_state").
+ * "iter=I" at the start of iteration I; the runtime's own points (checkpoint,
+ * waiting, the steps of a recovery, promoted: docs/sliding-runtime.md).
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -77,7 +77,9 @@ static void face(field_t *f, int dim, int plane, double *buf, int to_buffer)
     }
 }
 
-/* Exchange the six faces; missing neighbours (mesh edges) leave zero halos. */
+/* Exchange the six faces; a missing neighbour (mesh edge) gives a zero halo. The
+ * halo is written either way: after a recovery this process may hold another
+ * rank than before, and its old halos must not leak into the new rank's edge. */
 static int exchange_halos(field_t *f, MPI_Comm cart)
 {
     int count = f->n * f->n;
@@ -93,9 +95,10 @@ static int exchange_halos(field_t *f, MPI_Comm cart)
             if (rc != MPI_SUCCESS) {
                 return rc;
             }
-            if (from != MPI_PROC_NULL) {
-                face(f, dim, dir == 0 ? 0 : f->n + 1, f->recv, 0);
+            if (from == MPI_PROC_NULL) {
+                memset(f->recv, 0, sizeof(double) * (size_t)count);
             }
+            face(f, dim, dir == 0 ? 0 : f->n + 1, f->recv, 0);
         }
     }
     return MPI_SUCCESS;

@@ -211,7 +211,7 @@ class SlurmCluster:
         """argv run in node ``node``'s network namespace, in a UTS namespace named after the node."""
         name = self.node_name(node)
         return ["ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c",
-                f'hostname "$0" && exec "$@"', name, *argv]
+                'hostname "$0" && exec "$@"', name, *argv]
 
     def _start_daemons(self) -> None:
         d = self.directory

@@ -259,6 +259,7 @@ static int era_setup(sim_t *s)
         a->core[r] = era_create(P, r, prm->proto_variant ? ERA_MODE_EARLY : ERA_MODE_UNIFORM,
                                 (era_tree_t)prm->tree, NULL, 0, &cb, &a->ctx[r]);
         if (!a->core[r]) return -1;
+        if (prm->ring_order && era_set_torus(a->core[r], &P, 1) != ERA_OK) return -1;
     }
     for (uint32_t r = 0; r < P; r++) sim_post_local(s, r, 1);
     return 0;

@@ -53,6 +53,7 @@ typedef struct opts {
     int quiet;
     int crash_margin;
     era_tree_t tree; /* era: shape of the agreement tree */
+    int ring_order;  /* era: tree over the folded ring order (era_set_torus with one ring of P) */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -86,6 +87,7 @@ static void usage(FILE *f)
             "  --instances N         era: agreements per run (default: exhaustive 2, random 3)\n"
             "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
             "  --tree binomial|binary|knomial4  era: shape of the agreement tree (default binomial)\n"
+            "  --ring-order          era: the tree over the torus order of one ring of P (era_set_torus)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -180,6 +182,7 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     prm->seed = ss;
     prm->proto_variant = o->variant;
     prm->tree = o->tree;
+    prm->ring_order = o->ring_order;
     prm->ninst = o->ninst ? o->ninst : 3;
     prm->check_uniform = o->check_uniform;
     prm->random_inputs = 1;
@@ -373,6 +376,7 @@ static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, co
     prm->max_steps = 100000;
     prm->proto_variant = x->o->variant;
     prm->tree = x->o->tree;
+    prm->ring_order = x->o->ring_order;
     prm->scenario = scen;
     prm->ninst = x->ninst;
     prm->check_uniform = x->o->check_uniform;
@@ -749,6 +753,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             extra(&o, a, v);
+        } else if (!strcmp(a, "--ring-order")) {
+            o.ring_order = 1;
+            extra(&o, a, NULL);
         } else if (!strcmp(a, "--crash-margin")) {
             NEED_VALUE();
             if (parse_u64(v, &u)) return usage(stderr), 2;

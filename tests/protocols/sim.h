@@ -46,6 +46,7 @@ typedef struct sim_params {
     int check_uniform;      /* era early mode: also require agreement of crashed deciders */
     int random_inputs;      /* era: randomise flags and acknowledged sets */
     int tree;               /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
+    int ring_order;         /* era: positions in the folded order of one ring of P (era_set_torus) */
 } sim_params_t;
 
 typedef struct sim_proto {

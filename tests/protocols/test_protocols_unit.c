@@ -440,6 +440,60 @@ static void test_era_api(void)
             }
             for (uint32_t r = 0; r < 7; r++) era_destroy(es[r]);
         }
+
+    /* torus order: a ring of 8 folds to keys 0 1 2 3 7 6 5 4, so the binomial
+     * tree's position 4 (an inner vertex, parent of 5 and 6) is rank 7: its
+     * death before it contributes is agreed failed, and once ranks 0-3 are
+     * dead too the root is position 5, rank 6 */
+    {
+        era_t *es[8];
+        uint32_t ring[1] = {8}, two[2] = {2, 4}, bad3[1] = {3}, dims9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 8};
+        uint8_t dead[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 8; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(8, r, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[r]);
+        }
+        CHECK(era_set_torus(es[0], bad3, 1) == ERA_EINVAL && era_set_torus(es[0], dims9, 9) == ERA_EINVAL &&
+              era_set_torus(es[0], NULL, 1) == ERA_EINVAL && era_set_torus(es[0], two, 2) == ERA_OK);
+        CHECK(era_root(es[0]) == UINT32_MAX);
+        for (uint32_t r = 0; r < 8; r++) CHECK(era_set_torus(es[r], ring, 1) == ERA_OK);
+        for (uint32_t r = 0; r < 7; r++) era_start(es[r], 3, NULL, 0, NULL);
+        CHECK(era_set_torus(es[0], ring, 1) == ERA_EINVAL); /* started */
+        CHECK(era_root(es[5]) == 0);
+        era_run(es, 8, dead);
+        for (uint32_t r = 0; r < 7; r++) era_failure(es[r], 7);
+        era_run(es, 8, dead);
+        for (uint32_t r = 0; r < 7; r++)
+            CHECK(nd[r].ndecide == 1 && nd[r].res.nfailed == 1 && nd[r].F[0] == 7 && nd[r].res.proc_failed == 1);
+        for (uint32_t d = 0; d < 4; d++) era_failure(es[5], d);
+        CHECK(era_root(es[5]) == 6); /* instance 1's tree: positions 0-4 (ranks 0-3, 7) dead, 5 is rank 6 */
+        for (uint32_t r = 0; r < 8; r++) era_destroy(es[r]);
+    }
+
+    /* a process with another order is not merged: its messages are rejected
+     * and nobody decides a value built on two different trees */
+    {
+        era_t *es[4];
+        uint32_t ring[1] = {4};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 4; r++) {
+            nd[r].rank = r;
+            es[r] = era_create(4, r, ERA_MODE_EARLY, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[r]);
+        }
+        CHECK(era_set_torus(es[0], ring, 1) == ERA_OK); /* the root: rank 1's UP reaches it */
+        for (uint32_t r = 0; r < 4; r++) era_start(es[r], 1, NULL, 0, NULL);
+        era_run(es, 4, NULL);
+        uint64_t rejected = 0;
+        for (uint32_t r = 0; r < 4; r++) {
+            rejected += era_rejected(es[r]);
+            CHECK(nd[r].ndecide == 0);
+        }
+        CHECK(rejected > 0);
+        for (uint32_t r = 0; r < 4; r++) era_destroy(es[r]);
+    }
 }
 
 int main(void)

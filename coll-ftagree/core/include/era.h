@@ -130,6 +130,19 @@ era_t *era_create(uint32_t nprocs, uint32_t me, era_mode_t mode, era_tree_t tree
                   uint32_t ninitial, const era_callbacks_t *cb, void *ctx);
 void era_destroy(era_t *e);
 
+/* Torus order: the ranks sit on a torus of dims[0] x ... x dims[ndims-1]
+ * processes in rank order, first dimension fastest (their product must be
+ * nprocs, ndims <= ERA_MAX_DIMS; ndims = 0 restores rank order). Positions
+ * then count in an order that folds every ring at its middle, so that the
+ * tree's edges follow the rings and reach the far half of a ring backwards:
+ * a binomial tree crosses a ring of d processes in d/2 hops instead of d - 1.
+ * Every process of the communicator must set the same order, before its
+ * first era_start() (ERA_EINVAL after it, or for bad dimensions); the order
+ * is part of the view, so messages of a process with another order are
+ * ignored (era_rejected()) rather than merged into a different tree. */
+#define ERA_MAX_DIMS 8
+int era_set_torus(era_t *e, const uint32_t *dims, uint32_t ndims);
+
 /* Start the next instance with this process's `flag` and its acknowledged-
  * failure set `acked` (nacked ranks in any order, duplicates allowed;
  * NULL/0 = nothing acknowledged). Writes the instance number to *inst (if
@@ -155,6 +168,10 @@ int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, co
 /* The agreed failed set of the last decided instance (initial set before):
  * ascending ranks, *n of them; valid until the next call on `e`. */
 const uint32_t *era_agreed_failed(const era_t *e, uint32_t *n);
+/* The rank this process takes as the root of its last started instance:
+ * the first alive one in tree order under its dead set (UINT32_MAX: no
+ * instance started). */
+uint32_t era_root(const era_t *e);
 /* Last instance started / decided here (0: none). */
 uint64_t era_last_started(const era_t *e);
 uint64_t era_last_decided(const era_t *e);

@@ -5,9 +5,11 @@
  * Tree. Instance s runs over the list L_s of ranks not in the failed set
  * agreed by instance s-1 (A, a sorted rank array), numbered by position:
  * pos(rank) = rank - #{a in A : a < rank}; the rank of a position is found
- * by binary search over A. Nothing of size P is tabulated. The tree over
- * positions is heap-ordered (parent < child): binomial (default) or binary
- * heap. Under the local dead set D (sorted rank array):
+ * by binary search over A. Nothing of size P is tabulated. With a torus
+ * order (era_set_torus), positions count in tree order instead of rank order:
+ * the same formulas over the folded keys of the ranks (order_key). The tree
+ * over positions is heap-ordered (parent < child): binomial (default), binary
+ * heap or 4-nomial. Under the local dead set D (sorted rank array):
  *   - the root is the alive position with the smallest index (position 0 as
  *     long as it is alive; after that the smallest surviving one, which is
  *     always a descendant of 0 all of whose ancestors are dead);
@@ -97,6 +99,7 @@ typedef struct era_rec {
     size_t npend, cappend;
     uint32_t n, my;     /* |L|, my position in L */
     uset_t A;           /* ranks not in L (agreed failed before this instance) */
+    uset_t AK;          /* their tree-order keys (order_key), ascending */
     uint64_t agg_flag;  /* AND of flags merged so far */
     int acks_all;       /* agg_acks is still "everything" (nothing merged) */
     uset_t agg_acks;    /* intersection of acknowledged sets */
@@ -122,6 +125,7 @@ struct era {
     uint32_t n, me;
     era_mode_t mode;
     era_tree_t tree;
+    uint32_t dims[ERA_MAX_DIMS], ndims; /* torus order (era_set_torus); 0: rank order */
     era_callbacks_t cb;
     void *ctx;
     int oom;          /* an allocation failed (reported by the next call) */
@@ -416,41 +420,70 @@ uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t i, uint32_t *ou
     return cnt;
 }
 
-/* Rank of position i in L (ranks not in A): i + #{j : A[j] - j <= i}. */
-static uint32_t rank_of(const era_rec_t *r, uint32_t i)
+/* Tree-order key of a rank: the rank itself, or with a torus order its
+ * coordinates (first dimension fastest) each folded so that the upper half
+ * of a ring of d runs backwards from d - 1: u = c below h = ceil(d/2),
+ * u = d - 1 + h - c above. A step of 2^k in u is a step of 2^k on the ring
+ * and u = h is one hop behind 0, so a binomial tree over the keys crosses a
+ * ring of d in d/2 hops where rank order takes d - 1. The fold is its own
+ * inverse, hence so is order_key. */
+static uint32_t order_key(const era_t *e, uint32_t rank)
 {
-    uint32_t lo = 0, hi = r->A.n;
+    uint32_t key = 0, stride = 1;
+    if (!e->ndims) return rank;
+    for (uint32_t i = 0; i < e->ndims; i++) {
+        uint32_t d = e->dims[i], c = rank % d, h = (d + 1) / 2;
+        rank /= d;
+        key += (c < h ? c : d - 1 + h - c) * stride;
+        stride *= d;
+    }
+    return key;
+}
+
+/* Mixed into every view: a process that numbers positions in another order
+ * builds another tree, so its messages are ignored like those of another L
+ * (0 for rank order, so rank-order views are unchanged). */
+static uint64_t order_digest(const era_t *e)
+{
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < e->ndims; i++) h = (h ^ e->dims[i] ^ ((uint64_t)i << 32)) * 0x100000001b3ull + 0x9e37;
+    return h;
+}
+
+/* Rank of position i in L (ranks not in A), in key space:
+ * key = i + #{j : AK[j] - j <= i}. */
+static uint32_t rank_of(const era_t *e, const era_rec_t *r, uint32_t i)
+{
+    uint32_t lo = 0, hi = r->AK.n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (r->A.v[mid] - mid <= i) lo = mid + 1;
+        if (r->AK.v[mid] - mid <= i) lo = mid + 1;
         else hi = mid;
     }
-    return i + lo;
+    return order_key(e, i + lo);
 }
 
 /* Position of a rank in L (the rank must not be in A). */
-static uint32_t pos_of(const era_rec_t *r, uint32_t rank) { return rank - lower(r->A.v, r->A.n, rank); }
+static uint32_t pos_of(const era_t *e, const era_rec_t *r, uint32_t rank)
+{
+    uint32_t k = order_key(e, rank);
+    return k - lower(r->AK.v, r->AK.n, k);
+}
 
 #ifndef ERA_MUTANT_NO_BYPASS
-static int alive_pos(const era_t *e, const era_rec_t *r, uint32_t i) { return !us_has(&e->dead, rank_of(r, i)); }
+static int alive_pos(const era_t *e, const era_rec_t *r, uint32_t i) { return !us_has(&e->dead, rank_of(e, r, i)); }
 #endif
 
-/* Smallest alive position: the smallest rank in neither A nor the dead set
- * (always <= my position: we are alive). */
+/* Smallest alive position: the smallest key whose rank is in neither A nor
+ * the dead set (always <= my position: we are alive). At most |A| + |dead|
+ * keys are skipped. */
 static uint32_t min_alive(const era_t *e, const era_rec_t *r)
 {
-    uint32_t rk = 0, ia = 0, id = 0;
-    for (;;) {
-        while (ia < r->A.n && r->A.v[ia] < rk) ia++;
-        while (id < e->dead.n && e->dead.v[id] < rk) id++;
-        if ((ia < r->A.n && r->A.v[ia] == rk) || (id < e->dead.n && e->dead.v[id] == rk)) {
-            rk++;
-            continue;
-        }
-        break;
+    for (uint32_t k = 0; k < e->n; k++) {
+        uint32_t rk = order_key(e, k);
+        if (!us_has(&r->A, rk) && !us_has(&e->dead, rk)) return pos_of(e, r, rk);
     }
-    if (rk >= e->n) return r->my;
-    return pos_of(r, rk);
+    return r->my;
 }
 
 /* Effective parent of a non-root, as a rank. */
@@ -458,15 +491,15 @@ static uint32_t eff_parent(const era_t *e, const era_rec_t *r, uint32_t root_pos
 {
 #ifdef ERA_MUTANT_NO_BYPASS
     (void)root_pos;
-    if (r->my > 0) return rank_of(r, era_tree_parent(e->tree, r->my));
-    return rank_of(r, 0);
+    if (r->my > 0) return rank_of(e, r, era_tree_parent(e->tree, r->my));
+    return rank_of(e, r, 0);
 #else
     uint32_t j = r->my;
     while (j > 0) {
         j = era_tree_parent(e->tree, j);
-        if (alive_pos(e, r, j)) return rank_of(r, j);
+        if (alive_pos(e, r, j)) return rank_of(e, r, j);
     }
-    return rank_of(r, root_pos); /* orphan: all ancestors dead, attach to the root */
+    return rank_of(e, r, root_pos); /* orphan: all ancestors dead, attach to the root */
 #endif
 }
 
@@ -496,7 +529,7 @@ static void walk(era_t *e, era_rec_t *r, uint32_t from, int kind, uint32_t b, ui
     while (sp > 0) {
         uint32_t c = e->stack[--sp];
         if (c == skip) continue;
-        uint32_t rank = rank_of(r, c);
+        uint32_t rank = rank_of(e, r, c);
         if (kind == EXP_UP && us_has(&r->reported, rank)) {
             (*ncov)++;
             continue;
@@ -540,6 +573,7 @@ static void rec_clear(era_t *e, era_rec_t *r, uint64_t id)
     r->npend = 0;
     r->n = r->my = 0;
     r->A.n = 0;
+    r->AK.n = 0;
     r->agg_flag = ~(uint64_t)0;
     r->acks_all = 1;
     r->agg_acks.n = 0;
@@ -566,6 +600,7 @@ static void rec_free_mem(era_t *e, era_rec_t *r)
     for (size_t i = 0; i < r->npend; i++) free(r->pend[i].bytes);
     free(r->pend);
     us_free(e, &r->A);
+    us_free(e, &r->AK);
     us_free(e, &r->agg_acks);
     us_free(e, &r->own_acks);
     free(r->contrib.v);
@@ -717,7 +752,7 @@ static void fresh_value(era_t *e, era_rec_t *r, era_val_t *v)
     for (uint32_t i = 0; i <= r->contrib.n; i++) {
         uint32_t lo = i < r->contrib.n ? r->contrib.v[2 * i] : r->n;
         if (lo > r->n) lo = r->n;
-        for (uint32_t q = at; q < lo; q++) us_add(e, &v->F, rank_of(r, q));
+        for (uint32_t q = at; q < lo; q++) us_add(e, &v->F, rank_of(e, r, q));
         if (i < r->contrib.n) at = r->contrib.v[2 * i + 1];
     }
     v->err = r->acks_all ? 0 : unacked(&r->A, &v->F, &r->agg_acks);
@@ -909,6 +944,20 @@ era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, era_tree_t tree, con
     return e;
 }
 
+int era_set_torus(era_t *e, const uint32_t *dims, uint32_t ndims)
+{
+    uint64_t prod = 1;
+    if (!e || ndims > ERA_MAX_DIMS || (ndims && !dims) || e->last_started) return ERA_EINVAL;
+    for (uint32_t i = 0; i < ndims; i++) {
+        prod *= dims[i];
+        if (!dims[i] || prod > e->n) return ERA_EINVAL;
+    }
+    if (ndims && prod != e->n) return ERA_EINVAL;
+    if (ndims) memcpy(e->dims, dims, (size_t)ndims * sizeof *dims);
+    e->ndims = ndims;
+    return ERA_OK;
+}
+
 void era_destroy(era_t *e)
 {
     if (!e) return;
@@ -943,15 +992,17 @@ int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, u
     if (!r) r = alloc_rec(e, id);
     if (!r) return ERA_ENOMEM;
     us_copy(e, &r->A, &e->agreed);
+    r->AK.n = 0;
+    for (uint32_t i = 0; i < r->A.n; i++) us_add(e, &r->AK, order_key(e, r->A.v[i]));
     r->n = e->n - r->A.n;
-    r->my = pos_of(r, e->me);
+    r->my = pos_of(e, r, e->me);
     r->agg_flag &= flag;
     r->own_acks.n = 0;
     for (uint32_t i = 0; i < nacked; i++) us_add(e, &r->own_acks, acked[i]);
     us_copy(e, &r->agg_acks, &r->own_acks);
     r->acks_all = 0;
     ivl_add(e, &r->contrib, r->my, r->my + 1);
-    r->view = e->agreed_view;
+    r->view = e->agreed_view ^ order_digest(e);
     r->started = 1;
     e->last_started = id;
     /* Messages that arrived before we started: apply those from processes
@@ -1208,6 +1259,16 @@ const uint32_t *era_agreed_failed(const era_t *e, uint32_t *n)
 {
     if (n) *n = e ? e->agreed.n : 0;
     return e ? e->agreed.v : NULL;
+}
+
+uint32_t era_root(const era_t *e)
+{
+    if (!e || !e->last_started) return UINT32_MAX;
+    for (int i = 0; i < ERA_NREC; i++) {
+        const era_rec_t *r = &e->rec[i];
+        if (r->id == e->last_started && r->started) return rank_of(e, r, min_alive(e, r));
+    }
+    return UINT32_MAX;
 }
 
 uint64_t era_last_started(const era_t *e) { return e ? e->last_started : 0; }

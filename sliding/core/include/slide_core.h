@@ -150,7 +150,10 @@
  *               (c) DIRECT: v to the free node nearest f (grid hops, ties ->
  *               lowest id); (d) HYBRID: hybrid's map for the same failures,
  *               taken whole. Score, lower first: the max directed-link load,
- *               then the links with load > 1, then the spare-layout nodes the
+ *               then the phased cost (the sum over the stencil's dimensions of
+ *               the max load of the messages of the pairs along that
+ *               dimension: what a halo exchange one dimension at a time
+ *               waits for), then the links with load > 1, then the spare-layout nodes the
  *               candidate newly occupies, then the ranks it moves; ties -> the
  *               first in the order listed (dimensions ascending, + before -,
  *               intervals as listed). Budget (lay->expect, default 0): after

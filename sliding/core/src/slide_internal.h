@@ -29,7 +29,37 @@ static inline int slide_is_spare_c_(const slide_layout *lay, const int32_t c[3])
 #define NODE_FREE (-1) /* node state: alive, no rank */
 #define NODE_DEAD (-2) /* node state: failed */
 
-/* A method's left fold over failures (slide_map.c): simple, slide1d and
+/* Node one step from `node` along d in direction s (+1/-1), wrapping on a
+ * torus; -1 past a mesh edge. */
+static inline int32_t slide_step_(const slide_layout *lay, int32_t node, int d, int s)
+{
+    const int32_t n = lay->grid.size[d], c = slide_coord_(lay, node, d);
+    int32_t c2 = c + s;
+    if (c2 < 0 || c2 >= n) {
+        if (!lay->grid.periodic)
+            return -1;
+        c2 = (c2 + n) % n;
+    }
+    return node + (c2 - c) * lay->stride[d];
+}
+
+/* Steps from `start` along d toward s to the first free node of n2r (dead
+ * nodes are passed), or -1 if the line has none before coming back to start. */
+static inline int32_t slide_steps_to_free_(const slide_layout *lay, const int32_t *n2r, int32_t start,
+                                           int d, int s)
+{
+    int32_t node = start;
+    for (int32_t k = 1; k < lay->grid.size[d]; k++) {
+        node = slide_step_(lay, node, d, s);
+        if (node < 0)
+            return -1;
+        if (n2r[node] == NODE_FREE)
+            return k;
+    }
+    return -1;
+}
+
+/* A method's left fold over failures (slide_fold.c): simple, slide1d and
  * hybrid's 1D phase work on node states, slide2d and hybrid's 2D phase on
  * plane maps. r2n is the map after the failures so far. */
 typedef struct slide_fold {

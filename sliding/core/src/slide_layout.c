@@ -8,7 +8,7 @@ static const char *const status_messages[] = {
     [SLIDE_EINVAL] = "invalid argument (NULL pointer or value out of range)",
     [SLIDE_EGRID_SYNTAX] = "bad grid string: expected [torus:|mesh:]AxB or AxBxC, e.g. 'mesh:6x6x6'",
     [SLIDE_EGRID_DIMS] = "grid must have 2 or 3 dimensions",
-    [SLIDE_EGRID_SIZE] = "grid sizes must be >= 1 and the node count below 2^31",
+    [SLIDE_EGRID_SIZE] = "grid sizes must be >= 1 and the node count at most 16777216 (2^24)",
     [SLIDE_ESPARES_SYNTAX] = "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, e.g. 'x:1' or 'x:1,y:1'",
     [SLIDE_ESPARES_DIM] = "spare dimension repeated, more than two, or not in the grid",
     [SLIDE_ESPARES_COUNT] = "spare count must be >= 1 and leave at least one non-spare node per dimension",

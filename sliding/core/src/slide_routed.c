@@ -4,10 +4,11 @@
  *
  * State: the current map (r2n, n2r), dead flags, and the stencil's load on
  * every link with a histogram of the loads, so that the max load and the
- * count of links above 1 are known at any time. A candidate is a list of rank
- * moves; it is scored by applying the moves to the loads, reading the
- * histogram and taking them back: only the messages of moved ranks are routed
- * again. */
+ * count of links above 1 are known at any time; the same per dimension of the
+ * stencil (the messages of the pairs along it), for the phased exchange. A
+ * candidate is a list of rank moves; it is scored by applying the moves to
+ * the loads, reading the histograms and taking them back: only the messages of
+ * moved ranks are routed again. */
 #include "slide_internal.h"
 
 #include <string.h>
@@ -20,24 +21,35 @@ static int64_t hist_len(const slide_layout *lay)
     return 2 * (int64_t)lay->grid.ndims * lay->ranks + 2;
 }
 
+/* Load tables: every message (layer 0), then the messages of the pairs along
+ * each dimension of the stencil (layer 1 + d). */
+#define LAYERS (1 + SLIDE_MAX_DIMS)
+
 int64_t slide_routed_words_(const slide_layout *lay)
 {
     return slide_fold_words_(lay) + lay->ranks /* hybrid's map */ +
-           2 * (int64_t)lay->net.links /* loads, scratch loads */ + hist_len(lay) +
+           (LAYERS + 1) * (int64_t)lay->net.links /* loads, scratch loads */ +
+           LAYERS * hist_len(lay) +
            (int64_t)lay->nodes /* n2r */ + 2 * (int64_t)lay->ranks /* moves */ +
            lay->net.route_max + 16;
 }
+
+/* One load table: messages per link, links per load, the max, links above 1. */
+typedef struct layer {
+    uint32_t *load; /* [links] */
+    int32_t *hist;  /* [hist_len] */
+    int32_t max;
+    int32_t overloaded;
+} layer;
 
 typedef struct routed {
     const slide_layout *lay;
     const slide_topo *net;
     int32_t *r2n;          /* [ranks] the current map (the caller's output) */
     int32_t *n2r;          /* [nodes] rank, NODE_FREE or NODE_DEAD */
-    uint32_t *load;        /* [links] stencil messages on each link, current map */
+    layer ly[LAYERS];      /* the current map's loads: all, then per dimension */
+    int nlayers;           /* 1 + the stencil's dimensions */
     uint32_t *scratch;     /* [links] loads of a whole other map */
-    int32_t *hist;         /* [hist_len] links with each load */
-    int32_t load_max;
-    int32_t overloaded;
     int32_t *newnode;      /* [ranks] candidate node of a moved rank, -1 if not moved */
     int32_t *moved;        /* [ranks] the moved ranks, in move order */
     int32_t nmoved;
@@ -45,15 +57,19 @@ typedef struct routed {
     int32_t free_spares;   /* spare-layout nodes that are free */
 } routed;
 
-/* A candidate's score, compared in this order (lower is better). */
+/* A candidate's score, compared in this order (lower is better). phased is
+ * the sum over the stencil's dimensions of the max load of that dimension's
+ * messages: the cost of exchanging the halos one dimension at a time. */
 typedef struct score {
-    int32_t load_max, overloaded, spares, moved;
+    int32_t load_max, phased, overloaded, spares, moved;
 } score;
 
 static int better(const score *a, const score *b)
 {
     if (a->load_max != b->load_max)
         return a->load_max < b->load_max;
+    if (a->phased != b->phased)
+        return a->phased < b->phased;
     if (a->overloaded != b->overloaded)
         return a->overloaded < b->overloaded;
     if (a->spares != b->spares)
@@ -63,44 +79,57 @@ static int better(const score *a, const score *b)
 
 /* ---- loads ---------------------------------------------------------------------- */
 
-static void load_change(routed *rt, int32_t link, int delta)
+static void load_change(layer *ly, int32_t link, int delta)
 {
-    const uint32_t before = rt->load[link], after = before + (uint32_t)delta;
-    rt->load[link] = after;
-    rt->hist[before]--;
-    rt->hist[after]++;
+    const uint32_t before = ly->load[link], after = before + (uint32_t)delta;
+    ly->load[link] = after;
+    ly->hist[before]--;
+    ly->hist[after]++;
     if (before == 1 && after == 2)
-        rt->overloaded++;
+        ly->overloaded++;
     else if (before == 2 && after == 1)
-        rt->overloaded--;
-    if ((int32_t)after > rt->load_max)
-        rt->load_max = (int32_t)after;
-    while (rt->load_max > 0 && rt->hist[rt->load_max] == 0)
-        rt->load_max--;
+        ly->overloaded--;
+    if ((int32_t)after > ly->max)
+        ly->max = (int32_t)after;
+    while (ly->max > 0 && ly->hist[ly->max] == 0)
+        ly->max--;
 }
 
-/* Add delta to the load of the messages a -> b and b -> a (hosts). */
-static void pair_change(routed *rt, int32_t a, int32_t b, int delta)
+/* Add delta to the load of the messages a -> b and b -> a (hosts) of a pair
+ * along dimension d. */
+static void pair_change(routed *rt, int32_t a, int32_t b, int d, int delta)
 {
     if (a == b)
         return;
     for (int way = 0; way < 2; way++) {
         const int32_t n = slide_topo_route(rt->net, way ? b : a, way ? a : b, rt->route,
                                            rt->net->route_max);
-        for (int32_t i = 0; i < n; i++)
-            load_change(rt, rt->route[i], delta);
+        for (int32_t i = 0; i < n; i++) {
+            load_change(&rt->ly[0], rt->route[i], delta);
+            load_change(&rt->ly[1 + d], rt->route[i], delta);
+        }
     }
 }
 
-/* Logical neighbours of rank r in the stencil (the pairs of slide_measure). */
-static int neighbours(const slide_layout *lay, int32_t r, int32_t out[2 * SLIDE_MAX_DIMS])
+static int32_t phased_cost(const routed *rt)
+{
+    int32_t sum = 0;
+    for (int k = 1; k < rt->nlayers; k++)
+        sum += rt->ly[k].max;
+    return sum;
+}
+
+/* Logical neighbours of rank r in the stencil (the pairs of slide_measure),
+ * and the dimension of each pair. */
+static int neighbours(const slide_layout *lay, int32_t r, int32_t out[2 * SLIDE_MAX_DIMS],
+                      int dim[2 * SLIDE_MAX_DIMS])
 {
     const int32_t *L = lay->logical;
     const int32_t rs[3] = {L[1] * L[2], L[2], 1};
     const int32_t lc[3] = {r / rs[0], r / rs[1] % L[1], r % L[2]};
     int n = 0;
     for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
-        const int wrap = lay->grid.periodic && L[d] >= 3;
+        const int wrap = lay->grid.periodic && L[d] >= 3, first = n;
         if (lc[d] + 1 < L[d])
             out[n++] = r + rs[d];
         else if (wrap)
@@ -109,6 +138,8 @@ static int neighbours(const slide_layout *lay, int32_t r, int32_t out[2 * SLIDE_
             out[n++] = r - rs[d];
         else if (wrap)
             out[n++] = r + (L[d] - 1) * rs[d];
+        for (int k = first; k < n; k++)
+            dim[k] = d;
     }
     return n;
 }
@@ -118,9 +149,10 @@ static int neighbours(const slide_layout *lay, int32_t r, int32_t out[2 * SLIDE_
 static void apply_loads(routed *rt, int delta)
 {
     int32_t nb[2 * SLIDE_MAX_DIMS];
+    int dim[2 * SLIDE_MAX_DIMS];
     for (int32_t i = 0; i < rt->nmoved; i++) {
         const int32_t r = rt->moved[i];
-        const int n = neighbours(rt->lay, r, nb);
+        const int n = neighbours(rt->lay, r, nb, dim);
         for (int k = 0; k < n; k++) {
             const int32_t q = nb[k];
             if (rt->newnode[q] >= 0 && q < r)
@@ -128,22 +160,24 @@ static void apply_loads(routed *rt, int delta)
             const int32_t old_r = rt->r2n[r], old_q = rt->r2n[q];
             const int32_t new_r = rt->newnode[r];
             const int32_t new_q = rt->newnode[q] >= 0 ? rt->newnode[q] : old_q;
-            pair_change(rt, delta > 0 ? old_r : new_r, delta > 0 ? old_q : new_q, -1);
-            pair_change(rt, delta > 0 ? new_r : old_r, delta > 0 ? new_q : old_q, +1);
+            pair_change(rt, delta > 0 ? old_r : new_r, delta > 0 ? old_q : new_q, dim[k], -1);
+            pair_change(rt, delta > 0 ? new_r : old_r, delta > 0 ? new_q : old_q, dim[k], +1);
         }
     }
 }
 
-/* Stencil loads of map r2n into load[], from nothing; max and overloaded. */
-static void map_loads(const routed *rt, const int32_t *r2n, uint32_t *load, int32_t *load_max,
-                      int32_t *overloaded)
+/* Stencil loads of map r2n into load[], from nothing (the pairs along
+ * dimension only_dim, or all pairs if it is -1); max and overloaded. */
+static void map_loads(const routed *rt, const int32_t *r2n, int only_dim, uint32_t *load,
+                      int32_t *load_max, int32_t *overloaded)
 {
     memset(load, 0, sizeof *load * (size_t)rt->net->links);
     int32_t nb[2 * SLIDE_MAX_DIMS];
+    int dim[2 * SLIDE_MAX_DIMS];
     for (int32_t r = 0; r < rt->lay->ranks; r++) {
-        const int n = neighbours(rt->lay, r, nb);
+        const int n = neighbours(rt->lay, r, nb, dim);
         for (int k = 0; k < n; k++) {
-            if (nb[k] < r || r2n[r] == r2n[nb[k]])
+            if (nb[k] < r || r2n[r] == r2n[nb[k]] || (only_dim >= 0 && dim[k] != only_dim))
                 continue;
             slide_topo_add_route(rt->net, load, r2n[r], r2n[nb[k]], +1);
             slide_topo_add_route(rt->net, load, r2n[nb[k]], r2n[r], +1);
@@ -158,13 +192,30 @@ static void map_loads(const routed *rt, const int32_t *r2n, uint32_t *load, int3
     }
 }
 
-/* The current map's loads and histogram, from nothing. */
+/* The current map's loads and histograms, from nothing. */
 static void reset_loads(routed *rt)
 {
-    map_loads(rt, rt->r2n, rt->load, &rt->load_max, &rt->overloaded);
-    memset(rt->hist, 0, sizeof *rt->hist * (size_t)hist_len(rt->lay));
-    for (int32_t l = 0; l < rt->net->links; l++)
-        rt->hist[rt->load[l]]++;
+    for (int k = 0; k < rt->nlayers; k++) {
+        layer *ly = &rt->ly[k];
+        map_loads(rt, rt->r2n, k - 1, ly->load, &ly->max, &ly->overloaded);
+        memset(ly->hist, 0, sizeof *ly->hist * (size_t)hist_len(rt->lay));
+        for (int32_t l = 0; l < rt->net->links; l++)
+            ly->hist[ly->load[l]]++;
+    }
+}
+
+/* The load figures of a whole map (scratch loads, the current ones untouched). */
+static void whole_map_score(routed *rt, const int32_t *m, score *sc)
+{
+    int32_t max, overloaded;
+    sc->phased = 0;
+    for (int k = rt->nlayers - 1; k >= 0; k--) {
+        map_loads(rt, m, k - 1, rt->scratch, &max, &overloaded);
+        if (k > 0)
+            sc->phased += max;
+    }
+    sc->load_max = max;
+    sc->overloaded = overloaded;
 }
 
 /* ---- candidates ------------------------------------------------------------------- */
@@ -205,8 +256,9 @@ static score pending_score(routed *rt)
 {
     score sc;
     apply_loads(rt, +1);
-    sc.load_max = rt->load_max;
-    sc.overloaded = rt->overloaded;
+    sc.load_max = rt->ly[0].max;
+    sc.phased = phased_cost(rt);
+    sc.overloaded = rt->ly[0].overloaded;
     apply_loads(rt, -1);
     sc.spares = 0;
     for (int32_t i = 0; i < rt->nmoved; i++) {
@@ -217,32 +269,9 @@ static score pending_score(routed *rt)
     return sc;
 }
 
-/* Node one step from `node` along d in direction s, or -1 past a mesh edge. */
-static int32_t step(const slide_layout *lay, int32_t node, int d, int s)
-{
-    const int32_t n = lay->grid.size[d], c = slide_coord_(lay, node, d);
-    int32_t c2 = c + s;
-    if (c2 < 0 || c2 >= n) {
-        if (!lay->grid.periodic)
-            return -1;
-        c2 = (c2 + n) % n;
-    }
-    return node + (c2 - c) * lay->stride[d];
-}
-
-/* Steps from `start` along d toward s to the first free node (dead nodes are
- * passed), or -1 if the line has none before coming back to start. */
 static int32_t steps_to_free(const routed *rt, int32_t start, int d, int s)
 {
-    int32_t node = start;
-    for (int32_t k = 1; k < rt->lay->grid.size[d]; k++) {
-        node = step(rt->lay, node, d, s);
-        if (node < 0)
-            return -1;
-        if (rt->n2r[node] == NODE_FREE)
-            return k;
-    }
-    return -1;
+    return slide_steps_to_free_(rt->lay, rt->n2r, start, d, s);
 }
 
 /* Queue the shift of one line: `carry` (the rank leaving `start`) and every
@@ -252,7 +281,7 @@ static int queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, i
 {
     int32_t node = start;
     for (int32_t k = 0; k < steps; k++) {
-        node = step(rt->lay, node, d, s);
+        node = slide_step_(rt->lay, node, d, s);
         const int32_t v = rt->n2r[node];
         if (v == NODE_DEAD)
             continue;
@@ -327,7 +356,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
         return 0; /* around a short ring and back to f's line: no crossing */
     int32_t turn = f;
     for (int32_t i = 0; i < c->pre + c->k; i++) {
-        turn = step(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
+        turn = slide_step_(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
         if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] == NODE_DEAD))
             return 0;
     }
@@ -338,7 +367,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
     int32_t node = f, carry = v;
     for (int32_t i = 0; i < c->pre + c->k + along; i++) {
         const int across = i >= c->pre && i < c->pre + c->k;
-        node = step(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
+        node = slide_step_(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
         const int32_t r = rt->n2r[node];
         if (r == NODE_DEAD)
             continue;
@@ -358,7 +387,7 @@ static int32_t run_of_ranks(const routed *rt, int32_t f, int d, int s)
 {
     int32_t node = f, k = 0;
     for (; k + 1 < rt->lay->grid.size[d]; k++) {
-        node = step(rt->lay, node, d, s);
+        node = slide_step_(rt->lay, node, d, s);
         if (node < 0 || rt->n2r[node] < 0)
             break;
     }
@@ -416,17 +445,17 @@ static void aligned_run(const routed *rt, int32_t f, int d, int s, int e, int32_
     const int32_t n = lay->grid.size[e], c = slide_coord_(lay, f, e);
     int32_t below = 0, above = 0;
     while (below + above + 1 < n) {
-        int32_t node = step(lay, f, e, -1);
+        int32_t node = slide_step_(lay, f, e, -1);
         for (int32_t k = 1; k <= below && node >= 0; k++)
-            node = step(lay, node, e, -1);
+            node = slide_step_(lay, node, e, -1);
         if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
             break;
         below++;
     }
     while (below + above + 1 < n) {
-        int32_t node = step(lay, f, e, +1);
+        int32_t node = slide_step_(lay, f, e, +1);
         for (int32_t k = 1; k <= above && node >= 0; k++)
-            node = step(lay, node, e, +1);
+            node = slide_step_(lay, node, e, +1);
         if (node < 0 || rt->n2r[node] < 0 || steps_to_free(rt, node, d, s) != want)
             break;
         above++;
@@ -618,12 +647,15 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     rt.net = &lay->net;
     rt.r2n = r2n;
     int32_t *p = hybrid_map + lay->ranks;
-    rt.load = (uint32_t *)p;
-    p += lay->net.links;
+    rt.nlayers = 1 + lay->grid.ndims;
+    for (int k = 0; k < rt.nlayers; k++) {
+        rt.ly[k].load = (uint32_t *)p;
+        p += lay->net.links;
+        rt.ly[k].hist = p;
+        p += hist_len(lay);
+    }
     rt.scratch = (uint32_t *)p;
     p += lay->net.links;
-    rt.hist = p;
-    p += hist_len(lay);
     rt.n2r = p;
     p += lay->nodes;
     rt.newnode = p;
@@ -663,7 +695,7 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         memset(&pk, 0, sizeof pk);
         if (v == NODE_FREE) { /* the node held no rank: the map may stay */
             candidate none = {SLIDE_CHOICE_NONE, {0, 0, {0, 0}, {0, 0}}, {0, 0, 0, 0, 0, 0}, -1,
-                              {rt.load_max, rt.overloaded, 0, 0}};
+                              {rt.ly[0].max, phased_cost(&rt), rt.ly[0].overloaded, 0, 0}};
             consider(&pk, &rt, i + 1, &none);
         } else {
             local_candidates(&rt, &pk, f, v, i + 1, &ch);
@@ -672,7 +704,7 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             candidate h;
             memset(&h, 0, sizeof h);
             h.kind = SLIDE_CHOICE_HYBRID;
-            map_loads(&rt, hybrid_map, rt.scratch, &h.sc.load_max, &h.sc.overloaded);
+            whole_map_score(&rt, hybrid_map, &h.sc);
             for (int32_t r = 0; r < lay->ranks; r++) {
                 if (hybrid_map[r] != r2n[r]) {
                     h.sc.spares += spare_change(&rt, r2n[r], hybrid_map[r]);
@@ -712,26 +744,12 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             ch.lo[0] = c->crs.e;
             ch.width[0] = c->crs.sign * c->crs.k;
         }
-        ch.load_max = rt.load_max;
-        ch.overloaded = rt.overloaded;
+        ch.load_max = rt.ly[0].max;
+        ch.overloaded = rt.ly[0].overloaded;
         ch.spares = c->sc.spares;
         ch.moved = c->sc.moved;
         if (choices)
             choices[i] = ch;
     }
     return SLIDE_OK;
-}
-
-int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
-                      int32_t *rank_to_node, slide_choice *choices, void *work, size_t work_bytes,
-                      int32_t *err_index)
-{
-    if (err_index)
-        *err_index = -1;
-    if (lay == NULL || rank_to_node == NULL || work == NULL || nfailed < 0 ||
-        (failed == NULL && nfailed > 0))
-        return SLIDE_EINVAL;
-    if (work_bytes < slide_map_workspace_bytes(lay) || ((uintptr_t)work % 8) != 0)
-        return SLIDE_EWORKSPACE;
-    return slide_routed_(lay, failed, nfailed, rank_to_node, choices, (int32_t *)work, err_index);
 }

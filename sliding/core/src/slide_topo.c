@@ -372,6 +372,17 @@ static void append_list(char *buf, size_t size, int *used, const int32_t *v, int
     }
 }
 
+/* A fat-tree's SimGrid parameters: "L;down,..;up,..;count,..". */
+static void append_fattree(char *buf, size_t size, int *used, const slide_topo *t)
+{
+    append(buf, size, used, "%d;", t->levels);
+    append_list(buf, size, used, t->down, t->levels, ",");
+    append(buf, size, used, ";", 0);
+    append_list(buf, size, used, t->up, t->levels, ",");
+    append(buf, size, used, ";", 0);
+    append_list(buf, size, used, t->count, t->levels, ",");
+}
+
 int slide_topo_format(const slide_topo *t, char *buf, size_t size)
 {
     int used = 0;
@@ -394,12 +405,8 @@ int slide_topo_format(const slide_topo *t, char *buf, size_t size)
             append(buf, size, &used, "fattree:%d", t->fattree_k);
             break;
         }
-        append(buf, size, &used, "fattree:%d;", t->levels);
-        append_list(buf, size, &used, t->down, t->levels, ",");
-        append(buf, size, &used, ";", 0);
-        append_list(buf, size, &used, t->up, t->levels, ",");
-        append(buf, size, &used, ";", 0);
-        append_list(buf, size, &used, t->count, t->levels, ",");
+        append(buf, size, &used, "fattree:", 0);
+        append_fattree(buf, size, &used, t);
         break;
     default:
         append(buf, size, &used, "dragonfly:", 0);
@@ -831,12 +838,7 @@ int slide_topo_sim_parameters(const slide_topo *t, char *buf, size_t size)
         append(buf, size, &used, ",%d;", v[5]);
         append(buf, size, &used, "%d", v[6]);
     } else {
-        append(buf, size, &used, "%d;", t->levels);
-        append_list(buf, size, &used, t->down, t->levels, ",");
-        append(buf, size, &used, ";", 0);
-        append_list(buf, size, &used, t->up, t->levels, ",");
-        append(buf, size, &used, ";", 0);
-        append_list(buf, size, &used, t->count, t->levels, ",");
+        append_fattree(buf, size, &used, t);
     }
     return used;
 }

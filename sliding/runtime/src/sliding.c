@@ -345,6 +345,7 @@ static int recover_all(sliding_t *s)
         append_failed_batch(s, shrunk);
         MPI_Comm_free(&s->alive);
         s->alive = shrunk;
+        ftslide_killpoint(s->node, "recovery_agree");
         /* Waiting processes missed the checkpoints taken since they started waiting. */
         int64_t version = s->version;
         int rc = MPI_Allreduce(&s->version, &version, 1, MPI_INT64_T, MPI_MAX, s->alive);
@@ -353,6 +354,7 @@ static int recover_all(sliding_t *s)
             continue;
         }
 
+        ftslide_killpoint(s->node, "recovery_map");
         phase = now();
         int32_t err_index;
         int map_rc = slide_map(&s->layout, s->method, s->failed, s->nfailed, s->new_map, s->work,
@@ -373,6 +375,7 @@ static int recover_all(sliding_t *s)
         }
         memcpy(s->map, s->new_map, sizeof(int32_t) * (size_t)s->layout.ranks);
 
+        ftslide_killpoint(s->node, "recovery_rebuild");
         phase = now();
         rc = build_cart(s);
         t.rebuild += now() - phase;
@@ -397,6 +400,7 @@ static int recover_all(sliding_t *s)
             MPIX_Comm_revoke(s->alive);
         }
 
+        ftslide_killpoint(s->node, "recovery_commit");
         phase = now();
         int ok = rc == MPI_SUCCESS;
         rc = MPIX_Comm_agree(s->alive, &ok);
@@ -450,6 +454,7 @@ static int wait_for_work(sliding_t *s, int *role)
             return result;
         }
         if (rank_of_node(s, s->node) >= 0) {
+            ftslide_killpoint(s->node, "promoted");
             *role = SLIDING_PROMOTED;
             return SLIDING_OK;
         }
@@ -501,6 +506,7 @@ int sliding_checkpoint(sliding_t *s, int64_t version)
         return SLIDING_ERR_STATE;
     }
     int rc = exchange_checkpoint(s, version);
+    ftslide_killpoint(s->node, "checkpoint");
     int ok = rc == MPI_SUCCESS;
     int agree_rc = MPIX_Comm_agree(s->cart, &ok);
     if (agree_rc != MPI_SUCCESS) {

@@ -4,7 +4,7 @@
  * one second later, after reporting "late_exit". mpirun must wait for all six
  * exits (and so print the three reports) and return 3. PRRTE 3.0.x counted each
  * non-zero exit twice, ended the job after the first three and tore it down
- * under the late ranks (ompi-ulfm patch 0009).
+ * under the late ranks (ompi-ulfm patch prrte/06).
  */
 #include <stdio.h>
 #include <stdlib.h>

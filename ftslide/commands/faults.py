@@ -1,0 +1,88 @@
+"""ftslide faults: a seeded fault-injection campaign over the sliding runtime's phases."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..build.ompi import require_prefix
+from ..errors import FtslideError
+from ..sliding import faults
+from ..sliding import runtime as stencil
+from ..ui.output import write_text
+from ..ui.progress import Bar
+from ..ui.table import print_table
+
+NAME = "faults"
+HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil with SIGKILLs at every phase "
+        "(iterations, checkpoints, each step of a recovery, a spare's promotion, more failures than "
+        "spares); reports per run where the kills landed, whether it recovered with the failure-free "
+        "checksum, hangs (with stacks) and leftovers")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = faults.Campaign()
+    parser.add_argument("--runs", type=int, default=defaults.runs, help=f"runs (default {defaults.runs})")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--grid", default=defaults.grid, help=f"node grid with spares (default {defaults.grid})")
+    parser.add_argument("--spares", default=defaults.spares, help=f"spare layout (default {defaults.spares})")
+    parser.add_argument("--method", default=",".join(defaults.methods),
+                        help=f"comma-separated methods drawn per run, of {', '.join(stencil.RUNTIME_METHODS)} "
+                        f"(default {','.join(defaults.methods)})")
+    parser.add_argument("--phases", default="all",
+                        help=f"comma-separated phases run in turn: {', '.join(faults.PHASES)} (default all)")
+    parser.add_argument("--iterations", type=int, default=defaults.iterations)
+    parser.add_argument("--timeout", type=float, default=defaults.timeout,
+                        help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--out", metavar="FILE",
+                        help="also write the JSON report (with the stacks of hung runs) to FILE")
+
+
+def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
+    methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
+    phases = faults.PHASES if args.phases.strip() == "all" else \
+        tuple(p.strip() for p in args.phases.split(",") if p.strip())
+    return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
+                           seed=args.seed, iterations=args.iterations, timeout=args.timeout)
+
+
+def kills_text(kills) -> str:
+    return " ".join(f"{node}@{point}" for node, point in kills)
+
+
+def run(args: argparse.Namespace) -> int:
+    campaign = campaign_from_args(args)
+    faults.check(campaign)
+    out = Path(args.out) if args.out else None
+    if out is not None and not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise FtslideError(f"--out {out}: folder '{out.parent}' does not exist")
+    prefix = require_prefix()
+    bar = Bar(campaign.runs, "faults", sys.stderr)
+    reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step())
+    report = faults.as_json(campaign, reference, records)
+    if out is not None:
+        write_text(out, json.dumps(report, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}, {campaign.runs} runs, seed "
+              f"{campaign.seed}; failure-free checksum {reference}")
+        print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
+                     "leftovers"],
+                    [[r.index, r.phase, r.method, kills_text(r.kills), kills_text(sorted(r.landed.items())),
+                      r.outcome + ("" if r.ok else " (!)"), r.recoveries,
+                      " ".join(f"{ms:.0f}" for ms in r.recovery_ms) or "-", r.seconds,
+                      len(r.leftovers) or "-"] for r in records])
+        s = report["summary"]
+        print(f"\n{s['runs']} runs: {s['recovered']} recovered, {s['out_of_spares']} out of spares, "
+              f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['hangs']} hangs, "
+              f"{s['wrong_checksums']} wrong checksums, {s['errors']} errors, {s['leftovers']} with leftovers; "
+              f"{s['ok']} as they should be ((!) marks the others)")
+        for r in records:
+            if not r.ok:
+                print(f"run {r.index} ({r.phase}, {r.method}, {kills_text(r.kills)}): {r.outcome}: {r.detail}"
+                      + (f"; leftovers {', '.join(r.leftovers)}" if r.leftovers else ""))
+    return 0 if all(r.ok for r in records) else 1

@@ -1,0 +1,289 @@
+"""Seeded fault-injection campaigns over the sliding runtime's phases (``ftslide faults``).
+
+A campaign runs the resilient Jacobi example (``sliding/examples/jacobi3d.c``) many times, each run
+with SIGKILLs at named kill points drawn from a seed, and checks every run: it recovered with the
+failure-free checksum, or it stopped with the runtime's out-of-spares error exactly when the method
+cannot absorb the failures that landed, or with the checkpoint-lost error exactly when two buddy
+ranks (whose in-memory checkpoints hold each other's copy) died before the next commit; it did not hang (a hang is reported with the stacks of the stuck
+processes); it left nothing behind (processes of the run, shared-memory segments, session folders).
+
+Phases (where the kill that matters lands; every run also has a first failure at an iteration so
+that a recovery happens, except where the phase is that first failure):
+
+- ``iteration``: one node holding a rank dies at the start of a random iteration;
+- ``simultaneous``: two nodes holding ranks die at the same iteration;
+- ``checkpoint``: a node holding a rank dies inside a checkpoint (copies exchanged, not committed);
+- ``waiting``: a spare node dies while it waits, and a worker dies at an iteration;
+- ``recovery_start`` ... ``recovery_commit``: a worker dies at an iteration, and another process
+  (worker or spare, drawn at random) dies at that step of the recovery that follows;
+- ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
+- ``exhaust``: more nodes die, one after another, than there are spares (workers first).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..build import mpi
+from ..errors import FtslideError
+from . import runtime as stencil
+from .core import SlideError, compute_map, make_layout
+
+RECOVERY_STEPS = ("recovery_start", "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_state",
+                  "recovery_commit")
+PHASES = ("iteration", "simultaneous", "checkpoint", "waiting", *RECOVERY_STEPS, "promoted", "exhaust")
+DATA_LOST = "checkpoint is lost"  # the runtime's error when both copies of a checkpoint are gone
+OUT_OF_SPARES = "out of spares"  # the runtime's uniform error (in a recovery, or at a waiting spare's start)
+
+
+@dataclass
+class Campaign:
+    grid: str = "torus:3x2x2"
+    spares: str = "x:1"
+    methods: tuple[str, ...] = ("hybrid", "routed", "slide1d", "simple")
+    phases: tuple[str, ...] = PHASES
+    runs: int = 12
+    seed: int = 1
+    iterations: int = 30
+    checkpoint_every: int = 5
+    timeout: float = 60.0
+
+
+@dataclass
+class RunRecord:
+    """One run of a campaign: what was planned, what happened, and the verdict."""
+
+    index: int
+    phase: str
+    method: str
+    kills: list[tuple[int, str]]               # (node, point) planned
+    landed: dict[int, str] = field(default_factory=dict)   # node -> point where it died
+    outcome: str = ""  # recovered | out-of-spares | data-lost | hang | wrong-checksum | error
+    ok: bool = False
+    detail: str = ""
+    recoveries: int = 0
+    recovery_ms: list[float] = field(default_factory=list)  # total time of each recovery
+    leftovers: list[str] = field(default_factory=list)
+    stacks: str = ""
+    seconds: float = 0.0
+
+
+def check(campaign: Campaign) -> None:
+    """Raise FtslideError for a campaign that cannot run, before anything starts."""
+    if campaign.runs < 1:
+        raise FtslideError(f"--runs must be at least 1, not {campaign.runs}")
+    if not campaign.timeout > 0:
+        raise FtslideError(f"--timeout must be a positive number of seconds, not {campaign.timeout:g}")
+    if campaign.iterations < 2 * campaign.checkpoint_every + 2:
+        raise FtslideError(f"--iterations {campaign.iterations} is too short: at least two checkpoints "
+                           f"(every {campaign.checkpoint_every}) and room after them are needed")
+    unknown = [p for p in campaign.phases if p not in PHASES]
+    if unknown or not campaign.phases:
+        raise FtslideError(f"unknown phase {', '.join(map(repr, unknown)) or '(none)'}: choose from "
+                           f"{', '.join(PHASES)}")
+    for method in campaign.methods:
+        stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
+    if not campaign.methods:
+        raise FtslideError(f"give at least one method of {', '.join(stencil.RUNTIME_METHODS)}")
+
+
+def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]]]:
+    """(phase, method, kills) of run ``index``: phases in turn, the rest drawn from the seed."""
+    rng = random.Random(f"ftslide-faults:{campaign.seed}:{index}")
+    phase = campaign.phases[index % len(campaign.phases)]
+    method = rng.choice(campaign.methods)
+    layout = make_layout(campaign.grid, campaign.spares)
+    workers = list(layout.initial_map())
+    spares = sorted(set(range(layout.nodes)) - set(workers))
+    last = campaign.iterations - 2
+    first = rng.choice(workers)
+    iteration = rng.randint(1, last)
+    kills: list[tuple[int, str]] = [(first, f"iter={iteration}")]
+    others = [n for n in range(layout.nodes) if n != first]
+    if phase == "simultaneous":
+        kills.append((rng.choice([w for w in workers if w != first]), f"iter={iteration}"))
+    elif phase == "checkpoint":
+        kills = [(first, "checkpoint")]
+    elif phase == "waiting":
+        kills.append((rng.choice(spares), "waiting"))
+    elif phase in RECOVERY_STEPS:
+        kills.append((rng.choice(others), phase))
+    elif phase == "promoted":
+        try:
+            after = compute_map(layout, method, [first])
+        except SlideError:
+            after = []
+        promoted = sorted(set(after) - set(workers))
+        if promoted:
+            kills.append((rng.choice(promoted), "promoted"))
+    elif phase == "exhaust":
+        victims = [first]  # one more failure than spares; workers first, spares once none is left
+        for _ in range(len(spares)):
+            pool = [w for w in workers if w not in victims] or [n for n in others if n not in victims]
+            victims.append(rng.choice(pool))
+        span = range(1, last + 1)
+        steps = sorted(rng.sample(span, len(victims)) if len(victims) <= len(span) else
+                       rng.choices(span, k=len(victims)))
+        kills = holding_rank(layout, method, list(zip(victims, steps)))
+    return phase, method, kills
+
+
+def holding_rank(layout, method: str, kills: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    """Kill points for (node, iteration) pairs in order: "iter=I" while the node holds a rank under the
+    method's map after the kills before it, else "waiting" (a slide left it without a rank)."""
+    out, failed = [], []
+    for node, iteration in kills:
+        try:
+            holds = node in compute_map(layout, method, failed)
+        except SlideError:
+            holds = False
+        out.append((node, f"iter={iteration}" if holds else "waiting"))
+        failed.append(node)
+    return out
+
+
+def absorbable(layout, method: str, order: Sequence[int]) -> bool:
+    """Whether the method places every failure of ``order`` (in that order)."""
+    try:
+        compute_map(layout, method, list(order))
+        return True
+    except SlideError:
+        return False
+
+
+def buddies_lost(layout, method: str, agreed: Sequence[int], landed: dict[int, str]) -> bool:
+    """Whether two dead nodes held buddy ranks (r and r + R/2, whose in-memory checkpoints hold each
+    other's copy) under the map of the last committed checkpoint: then a checkpoint is gone for good."""
+    try:
+        mapping = compute_map(layout, method, list(agreed))
+    except SlideError:
+        return False
+    ranks, holder = len(mapping), {node: rank for rank, node in enumerate(mapping)}
+    dead = {holder[node] for node in landed if node in holder}
+    return any((rank + ranks // 2) % ranks in dead for rank in dead)
+
+
+def runtime_files() -> set[str]:
+    """Shared-memory segments and session folders of Open MPI on this machine."""
+    found = {str(p) for p in Path("/dev/shm").glob("sm_segment.*")} if Path("/dev/shm").is_dir() else set()
+    found |= {str(p) for p in Path("/dev/shm").glob("ftslide-run-*")}
+    found |= {str(p) for p in Path("/tmp").glob("prterun.*")}
+    return found
+
+
+def in_use(paths: set[str]) -> set[str]:
+    """The paths of ``paths`` that a live process still names in its environment or has mapped: the
+    runtime files of other launches on this machine (another campaign, a test suite), not leftovers."""
+    needles = {path: path.encode() for path in paths}
+    used: set[str] = set()
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (proc_dir / "environ").read_bytes() + (proc_dir / "maps").read_bytes()
+        except OSError:
+            continue
+        used |= {path for path, needle in needles.items() if needle in text}
+    return used
+
+
+def leftovers(before: set[str], marker: str) -> list[str]:
+    """What one run left behind: its processes still alive, and runtime files that appeared during it
+    and that no live process claims."""
+    found = [f"process {pid}" for pid in mpi.processes_with(marker)]
+    new = runtime_files() - before
+    return found + sorted(new - in_use(new))
+
+
+def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str) -> None:
+    record.landed = dict(run.killed)
+    record.recoveries = len(run.recoveries)
+    record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
+    if run.returncode == 0:
+        if run.checksum == reference:
+            record.outcome, record.ok = "recovered", True
+        else:
+            record.outcome, record.detail = "wrong-checksum", f"checksum {run.checksum} != {reference}"
+        return
+    if run.errors and all(OUT_OF_SPARES in e for e in run.errors):
+        agreed = run.recoveries[-1].failed if run.recoveries else []
+        order = agreed + sorted(n for n in record.landed if n not in agreed)
+        record.outcome = "out-of-spares"
+        record.ok = not absorbable(layout, method, order)
+        if not record.ok:
+            record.detail = f"out of spares, but {method} places failures {order}"
+        return
+    if run.errors and all(DATA_LOST in e for e in run.errors):
+        agreed = run.recoveries[-1].failed if run.recoveries else []
+        record.outcome = "data-lost"
+        record.ok = buddies_lost(layout, method, agreed, record.landed)
+        if not record.ok:
+            record.detail = "checkpoint lost, but no rank lost both its node and its buddy's"
+        return
+    record.outcome = "error"
+    record.detail = "; ".join(run.errors) or (run.stderr.strip().splitlines() or ["exit " + str(run.returncode)])[-1]
+
+
+def run_campaign(campaign: Campaign, prefix: Path,
+                 progress: Callable[[RunRecord], None] | None = None) -> tuple[str, list[RunRecord]]:
+    """The failure-free checksum and one record per run."""
+    check(campaign)
+    binary = stencil.build(prefix)
+    layout = make_layout(campaign.grid, campaign.spares)
+    base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
+                       iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
+                       timeout=campaign.timeout, binary=binary)
+    if base.returncode != 0 or not base.checksum:
+        raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
+                           f"{(base.stderr.strip().splitlines() or ['no output'])[-1]}")
+    records = []
+    for index in range(campaign.runs):
+        phase, method, kills = plan(campaign, index)
+        record = RunRecord(index + 1, phase, method, kills)
+        before = runtime_files()
+        marker = f"FTSLIDE_FAULTS_RUN={campaign.seed}.{index}.{os.getpid()}"
+        started = time.monotonic()
+        try:
+            run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
+                              iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
+                              timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
+                              env=dict([marker.split("=", 1)]))
+            judge(record, run, base.checksum, layout, method)
+        except mpi.MpirunTimeout as exc:
+            record.outcome, record.stacks = "hang", exc.stacks
+            record.landed = dict(stencil.parse(-1, exc.stdout, exc.stderr).killed)
+            record.detail = f"no end within {campaign.timeout:g} s"
+        record.seconds = round(time.monotonic() - started, 2)
+        record.leftovers = leftovers(before, marker)
+        if record.leftovers:
+            record.ok = False
+        records.append(record)
+        if progress:
+            progress(record)
+    return base.checksum, records
+
+
+def summary(records: Sequence[RunRecord]) -> dict[str, object]:
+    phases: dict[str, int] = {}
+    for r in records:
+        phases[r.phase] = phases.get(r.phase, 0) + 1
+    return {
+        "runs": len(records),
+        "ok": sum(r.ok for r in records),
+        "recovered": sum(r.outcome == "recovered" for r in records),
+        "out_of_spares": sum(r.outcome == "out-of-spares" for r in records),
+        "data_lost": sum(r.outcome == "data-lost" for r in records),
+        "hangs": sum(r.outcome == "hang" for r in records),
+        "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),
+        "errors": sum(r.outcome == "error" for r in records),
+        "leftovers": sum(bool(r.leftovers) for r in records),
+        "phases": phases,
+    }
+
+
+def as_json(campaign: Campaign, reference: str, records: Sequence[RunRecord]) -> dict[str, object]:
+    return {"campaign": asdict(campaign), "reference_checksum": reference, "summary": summary(records),
+            "runs": [asdict(r) for r in records]}

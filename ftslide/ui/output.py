@@ -1,0 +1,63 @@
+"""Files the commands write, whole or not at all, and the figures they draw.
+
+Every result file (CSV, JSON, PNG/SVG, job scripts, state) goes through
+:func:`write_atomically`: it is written under a temporary name in the same
+folder and renamed when complete, so an error or an interrupt never leaves a
+half-written file or the temporary one behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Callable
+
+from ..errors import FtslideError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["write_atomically", "write_text", "new_figure", "save_figure"]
+
+
+def write_atomically(path: Path, write: Callable[[IO[bytes]], None], mode: int = 0o644) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    An OSError becomes an FtslideError naming the path; nothing is left behind.
+    """
+    directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise FtslideError(f"cannot write {path}: it is a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise FtslideError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise FtslideError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    """``text`` (UTF-8) into ``path``, atomically."""
+    write_atomically(path, lambda out: out.write(text.encode()), mode)
+
+
+def new_figure(width: float, height: float) -> "Figure":
+    """A matplotlib figure of ``width`` x ``height`` inches, without pyplot's global state."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def save_figure(fig: "Figure", path: Path, dpi: int = 100) -> None:
+    """Save ``fig`` atomically, in the format of the path's suffix (.png or .svg)."""
+    fmt = path.suffix.lower().lstrip(".") or "png"
+    write_atomically(path, lambda out: fig.savefig(out, format=fmt, dpi=dpi))

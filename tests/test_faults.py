@@ -1,0 +1,90 @@
+"""ftslide faults: short seeded campaigns over every phase, with real processes and SIGKILL.
+
+Each campaign runs the phases in turn (iteration, simultaneous, checkpoint, a waiting spare, the six
+steps of a recovery, a promoted spare, more failures than spares), one run each, with the kill points
+drawn from the seed; the command's own judge decides per run, and the test reads its JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ftslide.sliding import faults
+
+pytestmark = pytest.mark.mpi
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def campaign(tmp_path: Path, *args: str) -> dict:
+    report = tmp_path / "report.json"
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--runs", str(len(faults.PHASES)),
+                             "--seed", "3", "--out", str(report), *args], cwd=REPO, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=900)
+    assert report.exists(), result.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    bad = [r for r in doc["runs"] if not r["ok"]]
+    assert result.returncode == (1 if bad else 0), result.stderr[-2000:]
+    assert not bad, json.dumps(bad, indent=1)[:6000]
+    return doc
+
+
+@pytest.mark.parametrize("grid,spares", [("torus:3x2x2", "x:1"), ("mesh:3x2x2", "x:1"),
+                                         ("mesh:3x3x2", "x:1,y:1")])
+def test_every_phase_once(tmp_path, grid, spares):
+    doc = campaign(tmp_path, "--grid", grid, "--spares", spares)
+    summary = doc["summary"]
+    assert summary["phases"] == {phase: 1 for phase in faults.PHASES}
+    assert summary["hangs"] == summary["wrong_checksums"] == summary["errors"] == summary["leftovers"] == 0
+    # the kill that defines each phase landed where it was planned
+    for run in doc["runs"]:
+        node, point = run["kills"][-1]
+        if run["phase"] in (*faults.RECOVERY_STEPS, "checkpoint", "waiting", "promoted"):
+            assert run["landed"].get(str(node)) == point, run
+
+
+def test_plan_is_seeded():
+    c = faults.Campaign(runs=len(faults.PHASES), seed=5)
+    assert [faults.plan(c, i) for i in range(c.runs)] == [faults.plan(c, i) for i in range(c.runs)]
+    assert [faults.plan(c, i)[0] for i in range(c.runs)] == list(faults.PHASES)
+    other = faults.Campaign(runs=len(faults.PHASES), seed=6)
+    assert [faults.plan(c, i) for i in range(c.runs)] != [faults.plan(other, i) for i in range(c.runs)]
+
+
+@pytest.mark.parametrize("grid,spares", [("torus:3x2x2", "x:1"), ("mesh:3x3x2", "x:1,y:1"),
+                                         ("mesh:2x2x3", "x:1,y:1"), ("torus:4x4x4", "x:2")])
+def test_exhaust_plans_more_failures_than_spares(grid, spares):
+    """Even where spares outnumber workers (2x2x3 with a plane on x and on y: 3 workers, 9 spares)."""
+    c = faults.Campaign(grid=grid, spares=spares, phases=("exhaust",), iterations=12, checkpoint_every=5)
+    faults.check(c)
+    layout = faults.make_layout(grid, spares)
+    for index in range(20):
+        _phase, _method, kills = faults.plan(c, index)
+        nodes = [node for node, _point in kills]
+        assert len(set(nodes)) == len(nodes) == layout.nodes - len(layout.initial_map()) + 1
+
+
+def test_leftovers_are_this_runs_only(tmp_path):
+    """A process that outlives its run, and a runtime folder nobody claims, are leftovers; another
+    launch's live folder (named in a live process's environment) is not."""
+    before = faults.runtime_files()
+    mine = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    other = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    env = {**os.environ, "FTSLIDE_FAULTS_RUN": "test.1", "PRTE_MCA_prte_tmpdir_base": str(other)}
+    stray = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        found = faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1")
+        assert f"process {stray.pid}" in found and str(mine) in found and str(other) not in found
+    finally:
+        stray.kill()
+        stray.wait()
+        mine.rmdir()
+        other.rmdir()
+    assert faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1") == []
