@@ -25,7 +25,7 @@ Costs: one ``mpirun`` per map and repeat (about 10 s of start-up for 18 ranks on
 from __future__ import annotations
 
 import os
-import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..build.mpi import compile_program, kill_processes, launch_environment, mpirun_argv, run_marker
+from ..build.mpi import (compile_program, kill_processes, launch_environment, launch_scratch, mpirun_argv,
+                         run_marker)
 from ..build.ompi import require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
@@ -215,8 +216,14 @@ def launch(cluster: netcluster.Cluster, prefix: Path, hosts: tuple[int, ...], pr
     env.update(netcluster.launch_environment())
     name, value = run_marker()
     env[name] = value
-    proc = subprocess.Popen(argv, env=env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    scratch = launch_scratch(env)  # PRRTE's session folder and shared-memory segments, removed below
+    try:
+        proc = subprocess.Popen(argv, env=env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        path.unlink(missing_ok=True)
+        raise
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -226,6 +233,7 @@ def launch(cluster: netcluster.Cluster, prefix: Path, hosts: tuple[int, ...], pr
         kill_processes(proc.pid, f"{name}={value}")
         proc.wait()
         path.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     if proc.returncode != 0:
         last = next((ln for ln in reversed(err.splitlines()) if ln.strip()), "no output")
         raise FtslideError(f"mpirun failed (exit {proc.returncode}) on nodes {list(hosts)}: {last[:300]}")

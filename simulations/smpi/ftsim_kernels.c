@@ -50,13 +50,13 @@
 
 /* Wait for requests. A real run (ftslide validate) puts many ranks on few cores: a rank that
  * spins in MPI_Waitall keeps the CPU from the ranks whose halos it waits for, so there it polls
- * and sleeps 0.2 ms in between. SMPI has no such contention. */
+ * and sleeps 2 ms in between. SMPI has no such contention. */
 static void ftsim_waitall(int n, MPI_Request *req)
 {
 #ifdef SMPI_SHARED_MALLOC
     MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
 #else
-    const struct timespec pause = {0, 200000};
+    const struct timespec pause = {0, 2000000};
     int done = 0;
     MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
     while (!done) {
