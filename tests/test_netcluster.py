@@ -152,6 +152,14 @@ def test_rate_limit_shapes_both_ends(cluster):
         filters = subprocess.run(["ip", "netns", "exec", netns, "tc", "filter", "show", "dev", dev],
                                  capture_output=True, text=True, check=True).stdout
         assert "flowid 1:10" in filters and "match 00000000/0000ff80 at 0" in filters, filters
+        details = subprocess.run(["ip", "-n", netns, "-d", "link", "show", dev], capture_output=True, text=True,
+                                 check=True).stdout
+        assert "gso_max_segs 1 " in details, details  # one segment per packet: the shaping is smooth
+    for node in (0, 1):
+        tso = subprocess.run(["ip", "netns", "exec", f"{cluster}-n{node}", "sysctl", "-n",
+                              "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_slow_start_after_idle"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert tso == ["3000", "0"], tso
     # 1 MB at 20 Mbit/s takes 0.4 s: the limit is really applied.
     _, nbytes, seconds = transfer(cluster, server=1, client=0, size=1_000_000)
     assert nbytes == 1_000_000 and seconds > 0.3, seconds

@@ -13,6 +13,7 @@ from ..errors import FtslideError
 from ..simulation import validate
 from ..simulation.network import parse_size
 from ..sliding.topology import GRAMMAR
+from ..ui.output import write_text
 from ..ui.table import print_table
 
 NAME = "validate"
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", help="the stencil's node grid (default: the topology when it is a 2D/3D "
                         "torus or mesh; needed on a fat-tree, e.g. torus:4x2x2)")
     parser.add_argument("--spares", default="x:1", help="spare layout (default %(default)s)")
-    parser.add_argument("--methods", default="simple,hybrid,routed",
+    parser.add_argument("--methods", default="simple,slide1d,hybrid,routed",
                         help="comma-separated substitution methods, not shrink (default %(default)s)")
     parser.add_argument("--failures", type=int, default=2, help="failed nodes (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1,
@@ -73,13 +74,16 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise FtslideError(f"--out {out} is a file: give a directory")
+    parent = next((p for p in out.absolute().parents if p.exists()), Path("/"))
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise FtslideError(f"--out {out} cannot be created under {parent}: give a writable directory")
     checked = validate.plan(cfg)  # every check before anything is created
+    doc = validate.run(checked)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)  # only now: a failed run leaves nothing behind
     except OSError as exc:
         raise FtslideError(f"cannot create --out {out}: {exc.strerror}") from None
-    doc = validate.run(checked)
-    (out / "validate.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_text(out / "validate.json", json.dumps(doc, indent=1) + "\n")
     validate.plot(doc, out / "validate.png")
     if args.json:
         print(json.dumps(doc, indent=1))

@@ -46,6 +46,7 @@ from .network import NetParams
 from .placement import Placement, make_placement
 from .platform import hostfile, platform_xml
 from .sweep import draw_failures, kernel_name
+from ..ui.output import new_figure, save_figure
 
 # What the emulated links carry per second of their tc rate: at an MTU of 1500 a TCP segment
 # with timestamps holds 1448 payload bytes in a 1514-byte frame (IP 20, TCP 32, Ethernet 14),
@@ -310,12 +311,9 @@ def summary(p: Plan) -> dict[str, object]:
 
 def plot(doc: dict[str, object], path: Path) -> None:
     """Measured (median, min-max bars) beside predicted slowdown per method."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     methods = [m for m in doc["methods"] if m["measured_slowdown"] is not None]  # type: ignore[union-attr]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig = new_figure(6.4, 4.2)
+    ax = fig.add_subplot()
     xs = range(len(methods))
     meas = [m["measured_slowdown"] for m in methods]
     err = [[m["measured_slowdown"] - m["measured_slowdown_min"] for m in methods],
@@ -329,13 +327,7 @@ def plot(doc: dict[str, object], path: Path) -> None:
                  f"{doc['failures']} failures, {doc['rate']}", fontsize=9)
     ax.legend()
     fig.tight_layout()
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(partial, dpi=100, format="png")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 def run(p: Plan, log: TextIO | None = sys.stderr) -> dict[str, object]:
