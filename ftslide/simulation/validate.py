@@ -187,21 +187,26 @@ def predict(p: Plan) -> None:
         case.predicted_time = smpi.run_kernels(run)[p.kernel]
 
 
-def mpirun_options(cluster: netcluster.Cluster, hostfile_path: Path, halo: int) -> list[str]:
-    """The cluster's options with a hostfile of one slot per node, ranks in its line order, and every
-    halo sent eagerly into a socket buffer that holds it whole.
+def eager_options(halo: int) -> list[str]:
+    """MCA options sending every halo of ``halo`` bytes eagerly into a socket buffer that holds it whole.
 
     With a rendezvous, the receiver's go-ahead queues in the same TCP stream behind its own halo,
     which serialises the two directions of an exchange; with the kernel's small initial socket
     buffers a rank must be scheduled again and again to feed its halo in, and on 2 shared cores
     it is not, in time, so the link idles. With both, the link's rate sets the time."""
-    options = netcluster.mpirun_options(cluster)
-    options[options.index("--hostfile") + 1] = str(hostfile_path)
     eager = max(halo + 4096, 65536)
     buffer = min(max(2 * eager, 262144), 4 * 2**20)
     values = {"btl_tcp_eager_limit": eager, "btl_tcp_rndv_eager_limit": eager, "btl_tcp_max_send_size": eager,
               "btl_tcp_sndbuf": buffer, "btl_tcp_rcvbuf": buffer}
-    return [*options, "--map-by", "seq", *(x for k, v in values.items() for x in ("--mca", k, str(v)))]
+    return [x for k, v in values.items() for x in ("--mca", k, str(v))]
+
+
+def mpirun_options(cluster: netcluster.Cluster, hostfile_path: Path, halo: int) -> list[str]:
+    """The cluster's options with a hostfile of one slot per node, ranks in its line order, and
+    ``eager_options``."""
+    options = netcluster.mpirun_options(cluster)
+    options[options.index("--hostfile") + 1] = str(hostfile_path)
+    return [*options, "--map-by", "seq", *eager_options(halo)]
 
 
 def launch(cluster: netcluster.Cluster, prefix: Path, hosts: tuple[int, ...], program: list[str],

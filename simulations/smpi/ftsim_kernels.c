@@ -16,6 +16,10 @@
  *                             all dimensions at once
  *             phased:BYTES    the same messages one dimension at a time (x,
  *                             then y, then z), each completed before the next
+ *             sendrecv:BYTES  the exchange of sliding/examples/jacobi3d.c: per
+ *                             dimension of a Cartesian communicator, an
+ *                             MPI_Sendrecv up, then one down (wrapping as
+ *                             MPI_Cart_shift does, also at size 2)
  *             barrier         MPI_Barrier
  *             allreduce:BYTES MPI_Allreduce (MPI_SUM) of BYTES of doubles
  *
@@ -173,6 +177,41 @@ static double ftsim_stencil(const ftsim_grid *g, int rank, long bytes, int iters
     return t;
 }
 
+/* The halo exchange of sliding/examples/jacobi3d.c: per dimension of a Cartesian communicator
+ * (periodic or not, as the grid), MPI_Sendrecv up then down, one direction at a time. */
+static double ftsim_sendrecv(const ftsim_grid *g, long bytes, int iters)
+{
+    int dims[FTSIM_MAX_DIMS], periods[FTSIM_MAX_DIMS];
+    for (int d = 0; d < g->ndims; d++) {
+        dims[d] = g->size[d];
+        periods[d] = g->periodic;
+    }
+    MPI_Comm cart;
+    MPI_Cart_create(MPI_COMM_WORLD, g->ndims, dims, periods, 0, &cart);
+    size_t len = (size_t)(bytes > 0 ? bytes : 1);
+    char *sendbuf = FTSIM_ALLOC(len);
+    char *recvbuf = FTSIM_ALLOC(len);
+    double t0 = 0.0;
+    for (int it = -1; it < iters; it++) { /* iteration -1 opens the connections, untimed */
+        if (it == 0) {
+            MPI_Barrier(cart);
+            t0 = MPI_Wtime();
+        }
+        for (int d = 0; d < g->ndims; d++) {
+            int low, high;
+            MPI_Cart_shift(cart, d, 1, &low, &high);
+            for (int dir = 0; dir < 2; dir++)
+                MPI_Sendrecv(sendbuf, (int)bytes, MPI_BYTE, dir == 0 ? high : low, d * 2 + dir, recvbuf,
+                             (int)bytes, MPI_BYTE, dir == 0 ? low : high, d * 2 + dir, cart, MPI_STATUS_IGNORE);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    FTSIM_FREE(recvbuf);
+    FTSIM_FREE(sendbuf);
+    MPI_Comm_free(&cart);
+    return t;
+}
+
 static double ftsim_barrier(int iters)
 {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -242,6 +281,8 @@ int main(int argc, char **argv)
         double t;
         if (strcmp(name, "stencil") == 0 || strcmp(name, "phased") == 0)
             t = ftsim_stencil(&g, rank, bytes, iters, name[0] == 'p');
+        else if (strcmp(name, "sendrecv") == 0)
+            t = ftsim_sendrecv(&g, bytes, iters);
         else if (strcmp(name, "barrier") == 0)
             t = ftsim_barrier(iters);
         else if (strcmp(name, "allreduce") == 0)
