@@ -586,6 +586,11 @@ def launch_environment() -> dict[str, str]:
     return {"PRTE_MCA_rmaps_default_mapping_policy": "slot:oversubscribe"}
 
 
+def job_argv(cluster: Cluster, mpirun: Sequence[str]) -> list[str]:
+    """An ``mpirun`` argv (``mpi.mpirun_argv``) with the cluster's options, run in node 0."""
+    return launch_argv(cluster, [mpirun[0], *mpirun_options(cluster), *mpirun[1:]])
+
+
 def launch_argv(cluster: Cluster, mpirun: Sequence[str], node: int = 0) -> list[str]:
     """``mpirun`` argv wrapped to run in ``node``'s namespace (node 0 by default) with its host name."""
     if not cluster.complete:
