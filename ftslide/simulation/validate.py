@@ -25,17 +25,15 @@ Costs: one ``mpirun`` per map and repeat (about 10 s of start-up for 18 ranks on
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..build.mpi import (compile_program, kill_processes, launch_environment, launch_scratch, mpirun_argv,
-                         run_marker)
+from ..build import mpi
+from ..build.mpi import compile_program
 from ..build.ompi import require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
@@ -212,38 +210,26 @@ def mpirun_options(cluster: netcluster.Cluster, hostfile_path: Path, halo: int) 
 def launch(cluster: netcluster.Cluster, prefix: Path, hosts: tuple[int, ...], program: list[str],
            halo: int, timeout: float) -> str:
     """Run ``program`` with rank r on node ``hosts[r]``; its stdout. mpirun runs in rank 0's node;
-    every process of the launch is killed when it ends or times out."""
+    every process of the launch is killed when it ends or times out (``mpi.run``)."""
     path = cluster.directory / f"ranks-{os.getpid()}"
     path.write_text("".join(f"{netcluster.address(h)} slots=1\n" for h in hosts))
-    argv = netcluster.launch_argv(
-        cluster, mpirun_argv(prefix, [*mpirun_options(cluster, path, halo), "-np", str(len(hosts)), *program]),
-        node=hosts[0])
-    env = launch_environment(prefix)
-    env.update(netcluster.launch_environment())
-    name, value = run_marker()
-    env[name] = value
-    scratch = launch_scratch(env)  # PRRTE's session folder and shared-memory segments, removed below
+    options = mpirun_options(cluster, path, halo)
+
+    def wrap(argv: list[str]) -> list[str]:
+        return netcluster.launch_argv(cluster, [argv[0], *options, *argv[1:]], node=hosts[0])
+
     try:
-        proc = subprocess.Popen(argv, env=env, text=True, start_new_session=True, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        path.unlink(missing_ok=True)
-        raise
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        result = mpi.run(prefix, ["-np", str(len(hosts)), *program], timeout=timeout,
+                         env=netcluster.launch_environment(), wrap=wrap)
+    except mpi.MpirunTimeout:
         raise FtslideError(f"a run of {len(hosts)} ranks did not finish within {timeout:.0f} s: lower "
                            "--halo or --iterations, or raise --rate") from None
     finally:
-        kill_processes(proc.pid, f"{name}={value}")
-        proc.wait()
         path.unlink(missing_ok=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-    if proc.returncode != 0:
-        last = next((ln for ln in reversed(err.splitlines()) if ln.strip()), "no output")
-        raise FtslideError(f"mpirun failed (exit {proc.returncode}) on nodes {list(hosts)}: {last[:300]}")
-    return out
+    if result.returncode != 0:
+        last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "no output")
+        raise FtslideError(f"mpirun failed (exit {result.returncode}) on nodes {list(hosts)}: {last[:300]}")
+    return result.stdout
 
 
 def measure(p: Plan, cluster: netcluster.Cluster, prefix: Path, binary: Path,
