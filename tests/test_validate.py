@@ -78,6 +78,8 @@ def test_every_method_on_a_3d_torus(tmp_path):
         hosts = m["hosts"]
         assert len(set(hosts)) == 18 and not failed & set(hosts), m  # one rank per node, none on a failed one
         assert m["measured_slowdown"] > 0 and m["predicted_slowdown"] > 0
+        assert m["measured_time"] > 0 and m["time_error_pct"] == pytest.approx(
+            (m["predicted_time"] - m["measured_time"]) / m["measured_time"] * 100, abs=0.05)
         assert m["error_pct"] == pytest.approx(
             (m["predicted_slowdown"] - m["measured_slowdown"]) / m["measured_slowdown"] * 100, abs=0.05)
     assert not leftovers(name)

@@ -97,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
           f"{_fmt(base['predicted_time'], '.4f')} s, error {_fmt(base['error_pct'], '+.1f')} %")
     rows = [[m["method"], _fmt(m["measured_slowdown"]),
              f"{_fmt(m['measured_slowdown_min'])}-{_fmt(m['measured_slowdown_max'])}",
-             _fmt(m["predicted_slowdown"]), _fmt(m["error_pct"], "+.1f")] for m in doc["methods"]]
-    print_table(["method", "measured", "min-max", "predicted", "error %"], rows)
+             _fmt(m["predicted_slowdown"]), _fmt(m["error_pct"], "+.1f"), _fmt(m["measured_time"], ".4f"),
+             _fmt(m["predicted_time"], ".4f"), _fmt(m["time_error_pct"], "+.1f")] for m in doc["methods"]]
+    print_table(["method", "measured", "min-max", "predicted", "error %", "time s", "SimGrid s", "time error %"],
+                rows)
     for m in doc["methods"]:
         if m["error"]:
             print(f"note: {m['method']}: {m['error']}")
