@@ -11,8 +11,8 @@
 - The MPI side: tests/mpi/nodeloss.c loops on MPI_Allreduce; once rank 0 reports
   ``loop=running`` the nodes are killed; the survivors must see MPIX_ERR_PROC_FAILED (or
   MPIX_ERR_REVOKED), shrink to exactly the other nodes' ranks, run 20 more allreduces and finalize.
-  A leaf node, the relay of a chain, two chained nodes at once, a frozen node declared dead, and
-  20 runs killing a random node at a random time.
+  A leaf node, the relay of a chain, two chained nodes at once, a frozen node declared dead (a leaf,
+  and the relay of a chain), and 20 runs killing a random node at a random time.
 """
 
 from __future__ import annotations
@@ -156,6 +156,19 @@ def test_two_nodes_lost_at_once(cluster, nodeloss):
     run = run_and_take_nodes(cluster, nodeloss, [1, 2], delay=0.1,
                              mpirun_options=("--prtemca", "rml_base_radix", "1"))
     assert_survived(run, [1, 2])
+
+
+def test_frozen_relay_declared_dead_by_notify(cluster, nodeloss):
+    """On the chain 0-1-2-3 node 2, the relay for node 3, is frozen in the loop and declared dead.
+    Its connections stay open, so daemon 1 hands the failure reports of ranks 4 and 5 to the frozen
+    daemon 2 and nothing tells node 3: its ranks 6 and 7 keep waiting for 4 and 5. Only the HNP's
+    repeats of those reports, routed around daemon 2 once daemon 1 has handled the first copy,
+    reach node 3 (patches prrte/04-05)."""
+    up(cluster, "--nodes", str(NODES), "--slots", str(SLOTS))
+    run = run_and_take_nodes(cluster, nodeloss, [2], how="notify", delay=0.1,
+                             mpirun_options=("--prtemca", "rml_base_radix", "1"))
+    assert "declared dead by the job manager" in run.stderr, run.describe()
+    assert_survived(run, [2])
 
 
 @pytest.mark.timeout(900)
