@@ -3,7 +3,7 @@
 ``ftslide notify`` is what a job manager's health hook calls: it finds the job's
 mpirun/prterun, reads its PMIx rendezvous file for the server URI, and runs
 ``ftslide-notify`` (jobmgr-adapters/prrte/notify.c, a PMIx tool built with the project's
-Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch prrte/04)
+Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch prrte/08)
 to treat the node's daemon as lost; for a rank, it raises the event PRRTE itself sends when a
 process dies, so ULFM marks that rank failed at once (docs/nodeloss.md).
 """

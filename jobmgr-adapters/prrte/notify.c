@@ -13,7 +13,7 @@
  *         process dies, so ULFM marks R failed at once. R itself is not
  *         killed. NSPACE is needed only when the server runs several jobs.
  *   node: PMIx_Job_control with the directive "prte.ftslide.nodedown" = the
- *         node's names (name, address, ...). Our PRRTE patch prrte/04 makes the
+ *         node's names (name, address, ...). Our PRRTE patch prrte/08 makes the
  *         HNP handle it as the loss of that node's daemon. (A tool's event does
  *         not reach PRRTE itself; a job-control request does.)
  *
