@@ -25,7 +25,7 @@
 //   simulation.* the state a run shares between its actors, and its rules
 //   actors.*     the roles: process, waker (failure reports), watcher (end)
 // Logging goes through XBT (category ftproto and its children; warnings and
-// above by default, e.g. --log=ftproto.thresh:debug for every crash, report
+// above by default, e.g. --log=ftproto.thresh:verbose for every crash, report
 // and decision).
 #include "options.hpp"
 #include "simulation.hpp"

@@ -186,7 +186,7 @@ void Simulation::report_failures(uint32_t rank, double t, Core& core)
     while (next_[rank] < crashes_.size() && crashes_[next_[rank]].time + opt_.detect <= t) {
         const uint32_t dead = crashes_[next_[rank]].rank;
         if (dead != rank) {
-            XBT_DEBUG("p%u learns that p%u crashed", rank, dead);
+            XBT_VERB("p%u learns that p%u crashed", rank, dead);
             core.failure(dead);
             reports_pending_--;
         }
@@ -219,7 +219,7 @@ void Simulation::decide(uint32_t rank, uint64_t flag, int err, const uint32_t* f
     d.err = err;
     if (failed) d.failed.assign(failed, failed + nfailed);
     sent_at_last_decision_ = sent_;
-    XBT_DEBUG("p%u decides flag=%" PRIu64 " err=%d with %zu failed", rank, flag, err, nfailed);
+    XBT_VERB("p%u decides flag=%" PRIu64 " err=%d with %zu failed", rank, flag, err, nfailed);
     // The adversary kills the current root (a process that decides while it
     // takes itself for the root) the moment it decides, so that the failure
     // is discovered during the operation.
