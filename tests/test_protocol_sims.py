@@ -140,6 +140,22 @@ def test_broadcast_with_failures(platform: Path, proto: str) -> None:
 
 
 @needs_simgrid
+@pytest.mark.parametrize("proto", ps.PROTOS)
+def test_messages_of_a_crashed_sender_still_on_the_way_are_lost(platform: Path, proto: str) -> None:
+    # A process that crashes while its messages cross the network: they are lost, and the run
+    # goes on to quiescence (the driver aborted on the failed transfers before). The broadcaster
+    # dies 1 ps in, so nobody delivers; the agreement loses rank 33's and 35's messages.
+    crashes = [(0, 1e-12)] if proto.startswith("bmg") else [(61, 0.0), (5, 0.0), (33, 2e-6), (35, 4.5e-6)]
+    out = ps.run_driver(platform, proto, P, crashes, adversary=0 if proto.startswith("bmg") else 2, dump=True,
+                        timeout=TIMEOUT)
+    _check_uniform(out, proto)
+    if proto.startswith("bmg"):
+        assert out["decided"] == 0 and out["crashed"] == [0] and out["messages"] > 0
+    else:
+        assert {5, 61} <= set(out["failed"]) <= set(out["crashed"]) and len(out["crashed"]) == 6
+
+
+@needs_simgrid
 @pytest.mark.parametrize("proto", ps.AGREEMENTS)
 def test_latency_grows_with_failures_during(proto: str, tmp_path: Path) -> None:
     res = ps.sweep(proto, [P], [0, 2, 4, 8], "torus", tmp_path, timeout=TIMEOUT)

@@ -55,14 +55,24 @@ void ProcessActor::operator()() const
             sim_.crash(rank_, CrashKind::Scheduled);
             sim_.check_quiescence();
             inbox->set_receiver(nullptr);
+            if (pending) pending->cancel(); // a message on its way here is lost
             return; // the actor dies with its state; its undelivered messages are lost
         }
         sim_.report_failures(rank_, t, *core);
         sim_.check_quiescence();
         const double deadline = std::min(my_crash, sim_.next_report_time(rank_));
         if (!pending) pending = inbox->get_async<Msg>(&msg);
-        const ssize_t got =
-            sg4::Comm::wait_any_for({pending}, deadline == never ? -1.0 : std::max(0.0, deadline - t));
+        ssize_t got;
+        try {
+            got = sg4::Comm::wait_any_for({pending}, deadline == never ? -1.0 : std::max(0.0, deadline - t));
+        } catch (const simgrid::NetworkFailureException&) {
+            // Its sender crashed while the message was still crossing the
+            // network: SimGrid fails the transfer, and the message is lost.
+            pending = nullptr;
+            sim_.lost(rank_);
+            sim_.check_quiescence();
+            continue;
+        }
         if (got != 0) continue; // a deadline: crash or failure report
         pending = nullptr;
         const std::unique_ptr<Msg> m(msg);

@@ -8,7 +8,9 @@
 // seconds after it happened.
 //
 // A crash at time <= 0 is a crash before the operation: that actor never
-// runs. A crash at time t > 0 kills the actor at t. --adversary F (agreement
+// runs. A crash at time t > 0 kills the actor at t: its messages already
+// carried to their destination's host arrive, those still crossing the network
+// are lost, and so are those on their way to it. --adversary F (agreement
 // only) kills the current root (era_root(): the lowest live rank, or the
 // lowest in the folded order with --torus-order) the moment it decides, F
 // times, so that every such failure is discovered during the operation. The

@@ -133,6 +133,12 @@ void Simulation::received(uint32_t rank)
     inflight_--;
 }
 
+void Simulation::lost(uint32_t rank)
+{
+    XBT_VERB("a message to p%u was lost: its sender crashed while it was on the way", rank);
+    received(rank);
+}
+
 void Simulation::collect_sends(uint32_t rank)
 {
     auto& o = out_[rank];

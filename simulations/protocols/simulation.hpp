@@ -51,6 +51,7 @@ public:
     // ---- traffic
     void send(uint32_t from, uint32_t dest, const void* buf, size_t len);
     void received(uint32_t rank);      // a message for `rank` left its mailbox
+    void lost(uint32_t rank);          // ... or was lost on the way (its sender crashed)
     void collect_sends(uint32_t rank); // forget the sends of `rank` that completed
 
     // ---- crashes and the failure detector
