@@ -156,6 +156,17 @@ def test_messages_of_a_crashed_sender_still_on_the_way_are_lost(platform: Path, 
 
 
 @needs_simgrid
+def test_a_root_killed_on_a_failure_report_ends_quiescent(platform: Path) -> None:
+    # Rank 2's crash, reported to the root, completes the root's round; the adversary kills the
+    # root right there. Its pending reports were given up twice and the run never reached
+    # quiescence (exit 1 with the old driver).
+    out = ps.run_driver(platform, "era-early", P, [(2, 1.5e-6)], adversary=3, dump=True, timeout=TIMEOUT,
+                        tree="knomial4")
+    _check_uniform(out, "era-early")
+    assert out["quiescent"] and len(out["crashed"]) == 4 and set(out["failed"]) <= set(out["crashed"])
+
+
+@needs_simgrid
 @pytest.mark.parametrize("proto", ps.AGREEMENTS)
 def test_latency_grows_with_failures_during(proto: str, tmp_path: Path) -> None:
     res = ps.sweep(proto, [P], [0, 2, 4, 8], "torus", tmp_path, timeout=TIMEOUT)

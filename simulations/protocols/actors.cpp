@@ -2,9 +2,14 @@
 
 #include "simulation.hpp"
 
+#include <xbt/log.h>
+
 #include <algorithm>
 #include <limits>
 #include <memory>
+
+XBT_LOG_EXTERNAL_CATEGORY(ftproto);
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ftproto_actors, ftproto, "The actors: processes, wakers, watcher");
 
 namespace ftproto {
 
@@ -48,8 +53,6 @@ void ProcessActor::operator()() const
     Msg* msg = nullptr;
     for (;;) {
         const double t = sg4::Engine::get_clock();
-        // Read before the reports below, which may already kill this process
-        // (the adversary); the loop notices that on its next turn.
         const double my_crash = sim_.crash_time(rank_);
         if (sim_.crashed(rank_) || my_crash <= t) {
             sim_.crash(rank_, CrashKind::Scheduled);
@@ -60,6 +63,11 @@ void ProcessActor::operator()() const
         }
         sim_.report_failures(rank_, t, *core);
         sim_.check_quiescence();
+        // A report may have made this process decide, and the adversary kill it.
+        if (sim_.crashed(rank_)) {
+            XBT_VERB("p%u was killed on deciding after a failure report", rank_);
+            continue;
+        }
         const double deadline = std::min(my_crash, sim_.next_report_time(rank_));
         if (!pending) pending = inbox->get_async<Msg>(&msg);
         ssize_t got;

@@ -98,6 +98,12 @@ def cases(workdir: Path) -> list[tuple[str, list[str], bool]]:
                     crashes, adv = ps.crash_schedule(proto, p, 3, when, 2e-6, seed=1)
                     add(f"{proto}-sweep-{when}", spec, p, proto=proto, crashes=crashes, adversary=adv,
                         tree="knomial4")
+    # a failure report makes the root decide and the adversary kill it there
+    for spec in ("torus", "fattree"):
+        for p in (16, 64):
+            add("era-knomial4-report-kills", spec, p, proto="era", tree="knomial4", crashes=[(1, 5e-7)], adversary=3)
+            add("era-early-knomial4-report-kills", spec, p, proto="era-early", tree="knomial4",
+                crashes=[(2, 1.5e-6)], adversary=3)
     # the folded torus order, on tori of exactly P hosts
     for p in (8, 16, 64):
         _, topo = plat("torus", p)

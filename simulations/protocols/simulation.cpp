@@ -187,16 +187,17 @@ void Simulation::crash(uint32_t rank, CrashKind kind)
 
 void Simulation::report_failures(uint32_t rank, double t, Core& core)
 {
-    // Indexing, not iterators: a report may make this process decide, and the
-    // adversary then inserts its crash into crashes_.
-    while (next_[rank] < crashes_.size() && crashes_[next_[rank]].time + opt_.detect <= t) {
-        const uint32_t dead = crashes_[next_[rank]].rank;
+    // A report may make this process decide, and the adversary kill it (and
+    // insert its crash into crashes_): each report is counted as made before
+    // the core sees it, so that crash() gives up only the reports not made,
+    // and a dead process takes no more.
+    while (!crashed_[rank] && next_[rank] < crashes_.size() && crashes_[next_[rank]].time + opt_.detect <= t) {
+        const uint32_t dead = crashes_[next_[rank]++].rank;
         if (dead != rank) {
             XBT_VERB("p%u learns that p%u crashed", rank, dead);
-            core.failure(dead);
             reports_pending_--;
+            core.failure(dead);
         }
-        next_[rank]++;
     }
 }
 
