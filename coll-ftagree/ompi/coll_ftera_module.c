@@ -67,6 +67,8 @@
 
 uint64_t mca_coll_ftera_nagree = 0, mca_coll_ftera_nsent = 0, mca_coll_ftera_nrecv = 0,
          mca_coll_ftera_nfailures = 0, mca_coll_ftera_nstashed = 0, mca_coll_ftera_nfragments = 0;
+unsigned long long mca_coll_ftera_pv_minmax = 0, mca_coll_ftera_pv_fallbacks = 0, mca_coll_ftera_pv_proc_failed = 0,
+                   mca_coll_ftera_pv_agree_ns = 0, mca_coll_ftera_pv_detect_ns = 0;
 
 /* ------------------------------------------------------------------------ */
 /* global state                                                             */
@@ -126,6 +128,53 @@ static void drive(void);
 static int hdr_is_for(const mca_coll_ftera_wire_hdr_t *hdr, const mca_coll_ftera_module_t *m)
 {
     return hdr->cid_base == m->cid_base && hdr->cid_sub == m->cid_sub && hdr->epoch == m->epoch;
+}
+
+static uint64_t ftera_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* A failure was fed to m's core: the first one during an agreement ends the
+ * wait for the failure detector (breakdown counter detect_ns). */
+static void note_failure(mca_coll_ftera_module_t *m)
+{
+    if (NULL != m->req && 0 == m->t_failure_ns) {
+        m->t_failure_ns = ftera_now_ns();
+    }
+}
+
+/* MPI ops the core decides on one int, and how an int is carried in the
+ * core's 64-bit flag: AND with the high half set (so the core's AND leaves it
+ * alone), OR as is, MAX and MIN with the sign bit flipped (the order of
+ * signed ints becomes that of unsigned ones). */
+static int ftera_op_of(const ompi_op_t *op, era_op_t *out)
+{
+    if (&ompi_mpi_op_band.op == op) *out = ERA_OP_BAND;
+    else if (&ompi_mpi_op_bor.op == op) *out = ERA_OP_BOR;
+    else if (&ompi_mpi_op_max.op == op) *out = ERA_OP_MAX;
+    else if (&ompi_mpi_op_min.op == op) *out = ERA_OP_MIN;
+    else return 0;
+    return 1;
+}
+
+static uint64_t ftera_encode(era_op_t op, int value)
+{
+    uint32_t v = (uint32_t) value;
+    switch (op) {
+    case ERA_OP_BAND: return 0xffffffff00000000ull | v;
+    case ERA_OP_MAX:
+    case ERA_OP_MIN: return (uint64_t) (v ^ 0x80000000u);
+    default: return (uint64_t) v;
+    }
+}
+
+static int ftera_decode(era_op_t op, uint64_t flag)
+{
+    uint32_t v = (uint32_t) (flag & 0xffffffffu);
+    return (int) ((ERA_OP_MAX == op || ERA_OP_MIN == op) ? (v ^ 0x80000000u) : v);
 }
 
 static double ftera_now_ms(void)
@@ -342,6 +391,7 @@ static int transmit(ftera_out_t *o)
                   ompi_comm_print_cid(m->comm), o->dest);
         mca_coll_ftera_nfailures++;
         era_failure(m->era, o->dest);
+        note_failure(m);
         return 0;
     }
     mca_btl_base_module_t *btl = bml_btl->btl;
@@ -391,7 +441,9 @@ static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
 {
     feed_known_failures(m);
     uint64_t inst = 0;
-    int rc = era_start(m->era, r->flag, r->acked, r->nacked, &inst);
+    m->t_start_ns = ftera_now_ns();
+    m->t_failure_ns = 0;
+    int rc = era_start_op(m->era, r->op, r->flag, r->acked, r->nacked, &inst);
     uint32_t nacked = r->nacked;
     free(r->acked);
     r->acked = NULL;
@@ -399,6 +451,7 @@ static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
         return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
     }
     mca_coll_ftera_nagree++;
+    if (ERA_OP_BAND != r->op) mca_coll_ftera_pv_minmax++;
     FTERA_OUT(10, "coll:ftera: comm %s rank %d starts instance %" PRIu64 " with 0x%08x, %u acked",
               ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), inst, (unsigned) (r->flag & 0xffffffffu),
               nacked);
@@ -428,9 +481,13 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             err = MPI_ERR_INTERN;
         } else {
             if (NULL != r->contrib) {
-                *r->contrib = (int) (uint32_t) (flag & 0xffffffffu);
+                *r->contrib = ftera_decode(r->op, flag);
             }
             err = proc_failed ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            uint64_t now = ftera_now_ns();
+            mca_coll_ftera_pv_agree_ns += now - m->t_start_ns;
+            if (0 != m->t_failure_ns) mca_coll_ftera_pv_detect_ns += m->t_failure_ns - m->t_start_ns;
+            if (proc_failed) mca_coll_ftera_pv_proc_failed++;
             int *ranks = NULL;
             if (nfailed > 0) {
                 ranks = malloc(nfailed * sizeof(int));
@@ -658,6 +715,7 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
                 FTERA_OUT(20, "coll:ftera: comm %s: rank %d failed", ompi_comm_print_cid(comm), rank);
                 mca_coll_ftera_nfailures++;
                 era_failure(m->era, (uint32_t) rank);
+                note_failure(m);
                 drive();
                 break;
             }
@@ -693,6 +751,7 @@ static void feed_known_failures(mca_coll_ftera_module_t *m)
     for (int r = 0; r < n; r++) {
         if (r != me && !ompi_comm_is_proc_active(m->comm, r, false)) {
             era_failure(m->era, (uint32_t) r);
+            note_failure(m);
         }
     }
 }
@@ -706,12 +765,14 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
 
-    /* MPIX_Comm_agree/iagree and the shrink all agree on one int with
-     * bitwise AND; that is what the core decides. The rest (the CID
-     * allocation's fault-tolerant allreduce: ints with MAX/MIN) goes to the
-     * next component. */
-    if (1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) {
+    /* MPIX_Comm_agree/iagree and the shrink agree on one int with bitwise
+     * AND, Open MPI's context-id allocation (the shrink's, MPI_Finalize's)
+     * on one int with MAX and MIN: the core decides all of them. Anything
+     * else goes to the next component. */
+    era_op_t eop = ERA_OP_BAND;
+    if (1 != dt_count || &ompi_mpi_int.dt != dt || !ftera_op_of(op, &eop)) {
         if (NULL == m->fallback_iagree) return MPI_ERR_UNSUPPORTED_OPERATION;
+        mca_coll_ftera_pv_fallbacks++;
         FTERA_OUT(10, "coll:ftera: comm %s: %d ints with op %s handed to the next agreement component",
                   ompi_comm_print_cid(comm), dt_count, op->o_name);
         return m->fallback_iagree(contrib, dt_count, dt, op, group, grp_update, comm, request,
@@ -760,7 +821,8 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->module = m;
     r->contrib = (int *) contrib;
     r->outgroup = grp_update ? group : NULL;
-    r->flag = 0xffffffff00000000ull | (uint64_t) (uint32_t) * (int *) contrib;
+    r->op = eop;
+    r->flag = ftera_encode(eop, *(int *) contrib);
     r->acked = acked;
     r->nacked = nacked;
 
@@ -791,7 +853,9 @@ static int ftera_agree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op
                        bool grp_update, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
-    if ((1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) && NULL != m->fallback_agree) {
+    era_op_t eop;
+    if ((1 != dt_count || &ompi_mpi_int.dt != dt || !ftera_op_of(op, &eop)) && NULL != m->fallback_agree) {
+        mca_coll_ftera_pv_fallbacks++;
         return m->fallback_agree(contrib, dt_count, dt, op, group, grp_update, comm, m->fallback_agree_module);
     }
     ompi_request_t *req = NULL;
