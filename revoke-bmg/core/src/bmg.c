@@ -1,8 +1,9 @@
 /*
  * bmg.c - binomial-graph reliable broadcast, flooding and lean variants.
  *
- * State per process: the highest delivered epoch, the set of ranks known to
- * hold it ("have": ranks we sent it to or received it from), and the set of
+ * State per process: the highest delivered epoch, per origin of it seen here
+ * the set of ranks known to hold it ("have": ranks we sent it to or received
+ * it from; flooding keeps one such set), and the set of
  * ranks the failure detector reported dead, both as sorted rank arrays (so
  * the state is O(degree + failures), never O(P)). Every event ends with the same
  * idempotent step: compute the effective neighbours under the current dead
@@ -24,7 +25,7 @@
 #include <string.h>
 
 #define BMG_WIRE_MAGIC 0xB6u
-#define BMG_WIRE_VERSION 1u
+#define BMG_WIRE_VERSION 2u /* 2: the lean tree is rooted at each message's origin */
 #define BMG_MSG_BCAST 1u
 
 struct bmg {
@@ -39,7 +40,14 @@ struct bmg {
     size_t bytes;     /* heap held (footprint) */
     /* Sorted rank arrays: no array of P entries anywhere. */
     uint32_t *dead, ndead, capdead;   /* reported crashed */
-    uint32_t *have, nhave, caphave;   /* known to hold `epoch` */
+    /* Per origin of `epoch` seen here (lean: each origin's broadcast runs
+     * along the tree rooted at that origin; flooding: one entry), the ranks
+     * known to hold `epoch` from it: sent to or received from. */
+    struct bmg_src {
+        uint32_t origin;
+        uint32_t *have, nhave, caphave;
+    } *src;
+    uint32_t nsrc, capsrc;
     uint32_t *targets, ntg, captg;    /* scratch: effective neighbours */
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
 };
@@ -240,11 +248,20 @@ static uint32_t flood_targets(bmg_t *b)
 #endif
 }
 
-/* Lean: the spanning tree with every dead vertex contracted into its
- * neighbours: the targets are the alive vertices reachable from `me` along
- * tree paths whose inner vertices are all dead. A tree has no cycles, so the
- * walk needs no visit marks: it never goes back to the vertex it came from. */
-static uint32_t lean_targets(bmg_t *b)
+uint32_t bmg_lean_neighbors(uint32_t n, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap)
+{
+    if (n < 2 || rank >= n || origin >= n) return 0;
+    uint32_t k = bmg_tree_neighbors(n, (uint32_t)(((uint64_t)rank + n - origin) % n), out, cap);
+    for (uint32_t i = 0; i < k && i < cap; i++) out[i] = (uint32_t)(((uint64_t)out[i] + origin) % n);
+    return k;
+}
+
+/* Lean: the spanning tree rooted at `origin` with every dead vertex
+ * contracted into its neighbours: the targets are the alive vertices
+ * reachable from `me` along tree paths whose inner vertices are all dead. A
+ * tree has no cycles, so the walk needs no visit marks: it never goes back to
+ * the vertex it came from. */
+static uint32_t lean_targets(bmg_t *b, uint32_t origin)
 {
     uint32_t n = b->n, sp = 0, nb[MAX_TREE_DEG];
     b->ntg = 0;
@@ -254,7 +271,7 @@ static uint32_t lean_targets(bmg_t *b)
     b->stack[sp++] = b->me; /* "came from itself": nothing excluded */
     while (sp > 0) {
         uint32_t from = b->stack[--sp], u = b->stack[--sp];
-        uint32_t k = bmg_tree_neighbors(n, u, nb, MAX_TREE_DEG);
+        uint32_t k = bmg_lean_neighbors(n, origin, u, nb, MAX_TREE_DEG);
         for (uint32_t i = 0; i < k && i < MAX_TREE_DEG; i++) {
             uint32_t w = nb[i];
             if (w == from || w == b->me) continue;
@@ -273,23 +290,53 @@ static uint32_t lean_targets(bmg_t *b)
     return b->ntg;
 }
 
-/* Send the current epoch to every effective neighbour not known to hold it. */
+/* The entry of `origin` (flooding: the only one); created (with nothing
+ * known) when missing; NULL if memory runs out. */
+static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
+{
+    if (b->variant != BMG_VARIANT_LEAN) origin = b->nsrc ? b->src[0].origin : origin;
+    for (uint32_t i = 0; i < b->nsrc; i++)
+        if (b->src[i].origin == origin) return &b->src[i];
+    if (b->nsrc == b->capsrc) {
+        uint32_t nc = b->capsrc ? 2 * b->capsrc : 2;
+        struct bmg_src *q = realloc(b->src, (size_t)nc * sizeof *q);
+        if (!q) {
+            b->oom = 1;
+            return NULL;
+        }
+        b->bytes += ((size_t)nc - b->capsrc) * sizeof *q;
+        b->src = q;
+        b->capsrc = nc;
+    }
+    struct bmg_src *e = &b->src[b->nsrc++];
+    memset(e, 0, sizeof *e);
+    e->origin = origin;
+    return e;
+}
+
+/* Send the current epoch to every effective neighbour not known to hold it,
+ * along the tree of every origin seen (lean) or to the BMG neighbours
+ * (flooding). */
 static void forward(bmg_t *b)
 {
     unsigned char msg[BMG_MSG_SIZE];
-    uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b) : flood_targets(b);
     memset(msg, 0, sizeof msg);
     msg[0] = BMG_WIRE_MAGIC;
     msg[1] = BMG_WIRE_VERSION;
     msg[2] = BMG_MSG_BCAST;
     msg[3] = (unsigned char)b->variant;
-    put_u32(msg + 4, b->origin);
     put_u64(msg + 8, b->epoch);
-    for (uint32_t i = 0; i < cnt; i++) {
-        uint32_t t = b->targets[i];
-        if (t == b->me || !set_add(b, &b->have, &b->nhave, &b->caphave, t)) continue;
-        b->nsent++;
-        if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
+    for (uint32_t j = 0; j < b->nsrc; j++) {
+        uint32_t origin = b->src[j].origin;
+        uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b, origin) : flood_targets(b);
+        put_u32(msg + 4, origin);
+        for (uint32_t i = 0; i < cnt; i++) {
+            uint32_t t = b->targets[i];
+            struct bmg_src *e = &b->src[j]; /* (targets never reallocates src) */
+            if (t == b->me || !set_add(b, &e->have, &e->nhave, &e->caphave, t)) continue;
+            b->nsent++;
+            if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
+        }
     }
 }
 
@@ -299,8 +346,13 @@ static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
 {
     b->epoch = epoch;
     b->origin = origin;
-    b->nhave = 0;
-    if (from >= 0) set_add(b, &b->have, &b->nhave, &b->caphave, (uint32_t)from);
+    for (uint32_t i = 0; i < b->nsrc; i++) {
+        b->bytes -= (size_t)b->src[i].caphave * sizeof(uint32_t);
+        free(b->src[i].have);
+    }
+    b->nsrc = 0;
+    struct bmg_src *e = src_of(b, origin);
+    if (e && from >= 0) set_add(b, &e->have, &e->nhave, &e->caphave, (uint32_t)from);
     forward(b);
     if (b->cb.deliver) b->cb.deliver(b->ctx, origin, epoch);
 }
@@ -332,7 +384,8 @@ void bmg_destroy(bmg_t *b)
 {
     if (!b) return;
     free(b->dead);
-    free(b->have);
+    for (uint32_t i = 0; i < b->nsrc; i++) free(b->src[i].have);
+    free(b->src);
     free(b->targets);
     free(b->stack);
     free(b);
@@ -359,7 +412,13 @@ int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
     if (epoch > b->epoch) {
         adopt(b, epoch, origin, from);
     } else if (epoch == b->epoch) {
-        set_add(b, &b->have, &b->nhave, &b->caphave, from); /* duplicate: the sender holds it, never send it back */
+        /* duplicate: the sender holds it, never send it back; a new origin of
+         * the same epoch (several processes revoke at once) is forwarded along
+         * its own tree too (lean), so each origin's broadcast is complete */
+        uint32_t known = b->nsrc;
+        struct bmg_src *e = src_of(b, origin);
+        if (e) set_add(b, &e->have, &e->nhave, &e->caphave, from);
+        if (b->nsrc > known) forward(b);
     }
     /* epoch < b->epoch: stale, superseded by what we already forwarded */
     return finish(b);
