@@ -10,7 +10,9 @@
  *           communicator; revoke of communicators created before the failure).
  *
  * OP is agree, iagree, shrink, ishrink (Open MPI's internal non-blocking shrink,
- * below) or revoke. A call's time is that of the
+ * below), revoke, or detect: the failure detection alone (first, later: a
+ * receive from the victim, until it fails with MPIX_ERR_PROC_FAILED; before: a
+ * barrier), the reference for the first calls. A call's time is that of the
  * slowest rank (survivors after the failure), from a common start (the end of a
  * barrier; revoke: the origin's revoke call, CLOCK_MONOTONIC is shared on one
  * machine) to its return (revoke: to the last rank's receive ending with
@@ -30,7 +32,7 @@
  *       agree_us=.. detect_us=.. rbmsgs=..
  *
  * (us: median over the phase's calls; q1/q3 its quartiles; one line per phase).
- * Usage: ft_phases OP [ITER [VICTIM]]
+ * Usage: ft_phases agree|iagree|shrink|ishrink|revoke|detect [ITER [VICTIM]]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -49,8 +51,9 @@
  * (MPI_Comm and MPI_Request are pointers to these structures in Open MPI). */
 int ompi_comm_ishrink_internal(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req);
 
-enum op { AGREE, IAGREE, SHRINK, ISHRINK, REVOKE };
-static const char *op_names[] = {"agree", "iagree", "shrink", "ishrink", "revoke"};
+enum op { AGREE, IAGREE, SHRINK, ISHRINK, REVOKE, DETECT };
+static const char *op_names[] = {"agree", "iagree", "shrink", "ishrink", "revoke", "detect"};
+static int victim_rank = -1;
 
 enum { C_INST, C_MINMAX, C_FALLBACK, C_PROC_FAILED, C_AGREE_NS, C_DETECT_NS, C_BMG, C_RBCAST, NCOUNTERS };
 static const char *counter_names[NCOUNTERS] = {
@@ -113,6 +116,19 @@ static void call(enum op op, MPI_Comm comm)
         rc = ompi_comm_ishrink_internal(comm, &shrunk, &req);
         if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
         break;
+    case DETECT: { /* a receive from the victim: ends when its failure is reported (before: a barrier) */
+        int value;
+        if (victim_rank < 0) {
+            rc = MPI_Barrier(comm);
+        } else {
+            rc = MPI_Recv(&value, 1, MPI_INT, victim_rank, 78, comm, MPI_STATUS_IGNORE);
+            int c = MPI_SUCCESS;
+            if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
+            if (c != MPIX_ERR_PROC_FAILED) fail("detect: the receive from the victim did not fail", rc);
+            rc = MPI_SUCCESS;
+        }
+        break;
+    }
     case REVOKE: break;
     }
     int eclass = MPI_SUCCESS;
@@ -181,7 +197,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     enum op op = AGREE;
     int known = 0;
-    for (int i = 0; argc > 1 && i < 5; i++) {
+    for (int i = 0; argc > 1 && i < 6; i++) {
         if (strcmp(argv[1], op_names[i]) == 0) {
             op = (enum op)i;
             known = 1;
@@ -191,7 +207,7 @@ int main(int argc, char **argv)
     int victim = argc > 3 ? atoi(argv[3]) : 0;
     if (!known || iterations < 1 || victim < 0 || victim >= size || size < 3) {
         if (rank == 0) {
-            fprintf(stderr, "usage: ft_phases agree|iagree|shrink|ishrink|revoke [ITER [VICTIM]] "
+            fprintf(stderr, "usage: ft_phases agree|iagree|shrink|ishrink|revoke|detect [ITER [VICTIM]] "
                             "(ITER >= 1, 0 <= VICTIM < np, np >= 3)\n");
         }
         MPI_Finalize();
@@ -245,6 +261,7 @@ int main(int argc, char **argv)
     read_counters(c0); /* before the barrier: a revoke may reach a rank still inside it */
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == victim) kill(getpid(), SIGKILL);
+    victim_rank = victim;
     double start = now_us(), mine;
     if (op == REVOKE) {
         double done = revoke_once(pre[iterations], rank, size, origin, victim, &start);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agree, iagree, shrink, ishrink and revoke before a failure, first call after it, later calls (ft_phases.c).
 
-    python bench/ft_primitives/phases.py [--np 4,8,16] [--ops agree,iagree,shrink,revoke]
+    python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
                                          [--victim 0] [--raw FILE.json]
 
@@ -36,12 +36,14 @@ from ftslide.ui.table import print_table  # noqa: E402
 from run import MODULE_SETS  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_phases.c")
-OPS = ("agree", "iagree", "shrink", "ishrink", "revoke")
+OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
 # ishrink is left out by default: Open MPI 5.0.7 has no MPIX_Comm_ishrink, and its internal non-blocking
 # shrink (ompi_comm_ishrink_internal, which ft_phases.c calls) releases its failed group before the retry
 # agreement that follows MPI_ERR_PROC_FAILED and passes the freed pointer on: the first ishrink after a
 # failure aborts (free(): invalid pointer) with upstream's agreement and hangs with ours. Its "before" phase works.
-DEFAULT_OPS = ("agree", "iagree", "shrink", "revoke")
+# detect: the failure detection alone (a receive from the victim until MPIX_ERR_PROC_FAILED), the reference
+# for the first calls, whose time it dominates.
+DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "revoke")
 PHASES = ("before", "first", "later")
 COUNTERS = ("inst", "minmax", "fallbacks", "proc_failed", "agree_us", "detect_us", "rbmsgs")
 LINE = re.compile(r"ft_phases op=(\w+) np=(\d+) phase=(\w+) us=([\d.]+) q1=[\d.]+ q3=[\d.]+ "

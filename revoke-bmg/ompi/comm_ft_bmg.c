@@ -45,6 +45,7 @@
 #include "ompi/mca/bml/bml.h"
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
+#include "ompi/runtime/ompi_rte.h"
 #include "ompi/runtime/params.h"
 
 #include "bmg.h"
@@ -101,6 +102,7 @@ typedef struct ftbmg_stash {
 
 static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
+static int ftbmg_radix = 0; /* mpi_ft_bmg_radix: 0 = auto (ftbmg_radix_for) */
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
 static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
 static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
@@ -147,6 +149,13 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
         "core, forwarding along a 4-nomial spanning tree that bypasses failed vertices; the default)",
         MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, algorithm);
     OBJ_RELEASE(values);
+    (void) mca_base_var_register("ompi", "mpi", "ft", "bmg_radix",
+        "Lean reliable broadcast (ftslide_lean): each revoke runs along a k-nomial tree rooted at the revoking "
+        "process, k = this radix (at least 2); 0 (the default): auto, the whole communicator in one level (a "
+        "star around the origin) when the job runs on one node and the communicator holds only its processes "
+        "(a level costs a process wake-up there, a message a memory copy), the 4-nomial tree otherwise. Every "
+        "process must use the same value",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &ftbmg_radix);
     (void) mca_base_pvar_register("ompi", "mpi", "ft", "bmg_messages_sent",
         "Messages this process has handed to the BTL for ftslide's reliable broadcast (revoke)",
         OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
@@ -288,6 +297,22 @@ static void destroy_chan(ftbmg_chan_t *c)
     free(c);
 }
 
+/* The lean tree's radix for channel c. Every member must pick the same: auto
+ * decides from facts all members see alike, whether this job runs on one node
+ * (the same at all its processes) and whether the channel holds processes of
+ * another job (then, or across nodes: the 4-nomial tree). */
+static uint32_t ftbmg_radix_for(const ftbmg_chan_t *c)
+{
+    if (ftbmg_radix >= 2) return (uint32_t) ftbmg_radix;
+    if (ftbmg_radix != 0 || c->rsize > 0 || ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
+        return 4;
+    }
+    for (uint32_t r = 0; r < c->lsize; r++) {
+        if (ompi_group_get_proc_name(c->lgrp, (int) r).jobid != OMPI_PROC_MY_NAME->jobid) return 4;
+    }
+    return c->n < 2 ? 2 : c->n;
+}
+
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
@@ -322,6 +347,7 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
         destroy_chan(c);
         return NULL;
     }
+    if (ftbmg_lean) (void) bmg_set_radix(c->b, ftbmg_radix_for(c));
     feed_known_failures(c);
     c->next = chans;
     chans = c;
@@ -414,6 +440,9 @@ static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
         FTBMG_OUT(20, "comm %s: message from position %u refused by the core (%d)",
                   ompi_comm_print_cid(c->comm), src, rc);
     }
+    /* forward first: the FT callback (the local revoke) would delay the
+     * processes below us by its own cost */
+    drive();
     hand_over(c);
 }
 
@@ -517,6 +546,11 @@ int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
         return OMPI_ERR_NOT_SUPPORTED;
     }
     ftbmg_lean = lean;
+    if (0 != ftbmg_radix && ftbmg_radix < 2) {
+        opal_output(0, "ftbmg: mpi_ft_bmg_radix %d is neither 0 (auto) nor a radix of at least 2; using 0 (auto)",
+                    ftbmg_radix);
+        ftbmg_radix = 0;
+    }
     ftbmg_deliver_fn = deliver;
     if (ftbmg_inited) return OMPI_SUCCESS;
     int rc = mca_bml.bml_register(OMPI_COMM_FTBMG_BTL_TAG, recv_cb, NULL);

@@ -159,6 +159,17 @@ static void test_topology(void)
     CHECK(bmg_lean_neighbors(8, 6, 6, nb8, 80) == 4 && nb8[0] == 7 && nb8[1] == 0 && nb8[2] == 1 && nb8[3] == 2);
     CHECK(bmg_lean_neighbors(8, 6, 2, nb8, 80) == 4 && nb8[0] == 6 && nb8[1] == 3 && nb8[3] == 5);
     CHECK(bmg_lean_neighbors(8, 8, 2, nb8, 80) == 0);
+    /* k-nomial: k = 4 is the tree above; k >= P a star around the origin */
+    for (uint32_t P = 2; P <= 40; P++)
+        for (uint32_t o = 0; o < P; o++)
+            for (uint32_t r = 0; r < P; r++) {
+                uint32_t x[80], y[80];
+                uint32_t kx = bmg_knomial_neighbors(P, 4, o, r, x, 80), ky = bmg_lean_neighbors(P, o, r, y, 80);
+                CHECK(kx == ky && memcmp(x, y, kx * sizeof *x) == 0);
+                uint32_t ks = bmg_knomial_neighbors(P, P, o, r, x, 80);
+                CHECK(r == o ? ks == P - 1 : (ks == 1 && x[0] == o));
+            }
+    CHECK(bmg_knomial_neighbors(8, 1, 0, 0, nb8, 80) == 0);
     CHECK(bmg_diameter(1024) == 5);
 }
 
@@ -256,6 +267,38 @@ static void test_bmg_api(void)
     for (size_t i = 0; i < qt; i++) seen |= 1u << q[i].to;
     CHECK(seen == ((1u << 1) | (1u << 2) | (1u << 3) | (1u << 5) | (1u << 6) | (1u << 7)));
     bmg_destroy(b);
+
+    /* radix: a star around the origin (radix 16 over 16); the origin dies
+     * after its first three messages: those three contract through it and
+     * reach every other survivor; the radix is refused once a broadcast began */
+    {
+        bmg_t *bs[16];
+        uint8_t dead[16] = {0};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 16; r++) {
+            nd[r].rank = r;
+            bs[r] = bmg_create(16, r, BMG_VARIANT_LEAN, &cb, &nd[r]);
+            CHECK(bmg_set_radix(bs[r], 1) == BMG_EINVAL && bmg_set_radix(bs[r], 16) == BMG_OK);
+        }
+        bmg_broadcast(bs[5], 1);
+        CHECK(nsent == 15 && bmg_set_radix(bs[5], 4) == BMG_EINVAL);
+        qt = 3; /* the rest was never sent */
+        dead[5] = 1;
+        while (qh < qt) {
+            netmsg_t *m = &q[qh++];
+            if (!dead[m->to]) CHECK(bmg_recv(bs[m->to], m->from, m->b, m->len) == BMG_OK);
+        }
+        for (uint32_t r = 0; r < 16; r++)
+            if (!dead[r]) bmg_failure(bs[r], 5);
+        while (qh < qt) {
+            netmsg_t *m = &q[qh++];
+            if (!dead[m->to]) CHECK(bmg_recv(bs[m->to], m->from, m->b, m->len) == BMG_OK);
+        }
+        for (uint32_t r = 0; r < 16; r++)
+            if (!dead[r]) CHECK(nd[r].ndeliv == 1);
+        for (uint32_t r = 0; r < 16; r++) bmg_destroy(bs[r]);
+    }
 
     /* full runs: everybody delivers exactly once; message counts */
     for (int v = 0; v < 2; v++) {

@@ -92,6 +92,14 @@ uint32_t bmg_tree_neighbors(uint32_t nprocs, uint32_t rank, uint32_t *out, uint3
 /* The same tree rooted at `origin` (ranks shifted by origin mod nprocs): the
  * lean variant's tree for a broadcast that `origin` started. */
 uint32_t bmg_lean_neighbors(uint32_t nprocs, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap);
+/* The k-nomial tree over nprocs ranks rooted at `origin` (k >= 2): with
+ * positions v = rank - origin mod nprocs, parent(v) = v with its lowest
+ * nonzero base-k digit cleared, children v + m*k^j (m = 1..k-1) for every k^j
+ * below that digit; depth ceil(log_k nprocs). k = 4 gives the two functions
+ * above; k >= nprocs a star around the origin. Same conventions (parent
+ * first; the count may exceed cap). */
+uint32_t bmg_knomial_neighbors(uint32_t nprocs, uint32_t k, uint32_t origin, uint32_t rank, uint32_t *out,
+                               uint32_t cap);
 
 /* ---- state machine -------------------------------------------------------- */
 
@@ -100,6 +108,11 @@ uint32_t bmg_lean_neighbors(uint32_t nprocs, uint32_t origin, uint32_t rank, uin
 bmg_t *bmg_create(uint32_t nprocs, uint32_t me, bmg_variant_t variant,
                   const bmg_callbacks_t *cb, void *ctx);
 void bmg_destroy(bmg_t *b);
+/* Lean variant: use the k-nomial tree with k = radix (>= 2; default 4)
+ * instead of the 4-nomial one. Every process of the channel must set the same
+ * radix, before its first broadcast or message (BMG_EINVAL after, or for
+ * radix < 2). */
+int bmg_set_radix(bmg_t *b, uint32_t radix);
 
 /* Local call: start broadcasting `epoch` (> 0). Delivers locally and sends.
  * A no-op (BMG_OK) if an equal or higher epoch was already delivered. */

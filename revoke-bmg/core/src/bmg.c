@@ -50,6 +50,8 @@ struct bmg {
     uint32_t nsrc, capsrc;
     uint32_t *targets, ntg, captg;    /* scratch: effective neighbours */
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
+    uint32_t *nb, capnb;              /* scratch: tree neighbours of one vertex (lean) */
+    uint32_t radix;                   /* lean: the tree is k-nomial with k = radix (default 4) */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -185,25 +187,40 @@ uint32_t bmg_diameter(uint32_t n)
     return far; /* circulant graph: the eccentricity of 0 is the diameter */
 }
 
-uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
+uint32_t bmg_knomial_neighbors(uint32_t n, uint32_t k, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap)
 {
     uint32_t cnt = 0;
-    if (n < 2 || v >= n) return 0;
-    /* weight of v's lowest nonzero base-4 digit ("infinite" for 0) */
-    uint64_t low = (uint64_t)1 << 34;
+    if (n < 2 || k < 2 || rank >= n || origin >= n) return 0;
+    uint64_t v = ((uint64_t)rank + n - origin) % n; /* position in the tree rooted at origin */
+    /* weight of v's lowest nonzero base-k digit ("infinite" for the root) */
+    uint64_t low = UINT64_MAX;
     if (v) {
         low = 1;
-        while ((v / low) % 4 == 0) low *= 4;
-        add_unique(out, &cnt, cap, (uint32_t)(v - (v / low) % 4 * low)); /* parent: that digit cleared */
+        while ((v / low) % k == 0) low *= k;
+        uint64_t parent = v - (v / low) % k * low; /* that digit cleared */
+        if (cnt < cap) out[cnt] = (uint32_t)((parent + origin) % n);
+        cnt++;
     }
-    for (uint64_t w = 1; w < low && v + w < n; w *= 4)
-        for (uint64_t m = 1; m < 4 && v + m * w < n; m++) add_unique(out, &cnt, cap, (uint32_t)(v + m * w));
+    /* children v + m*w, m = 1..k-1, for every power w of k below that digit
+     * (all distinct: no check needed) */
+    for (uint64_t w = 1; w < low && v + w < n;) {
+        for (uint64_t m = 1; m < k && v + m * w < n; m++) {
+            if (cnt < cap) out[cnt] = (uint32_t)((v + m * w + origin) % n);
+            cnt++;
+        }
+        if (w > UINT64_MAX / k) break;
+        w *= k;
+    }
     return cnt;
+}
+
+uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
+{
+    return bmg_knomial_neighbors(n, 4, 0, v, out, cap);
 }
 
 /* ---- effective neighbours -------------------------------------------------- */
 
-#define MAX_TREE_DEG 49u /* 4-nomial, n < 2^32: a parent and 3 children per digit */
 
 /* Appends r to the target list unless present. */
 static void add_target(bmg_t *b, uint32_t r)
@@ -250,9 +267,18 @@ static uint32_t flood_targets(bmg_t *b)
 
 uint32_t bmg_lean_neighbors(uint32_t n, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap)
 {
-    if (n < 2 || rank >= n || origin >= n) return 0;
-    uint32_t k = bmg_tree_neighbors(n, (uint32_t)(((uint64_t)rank + n - origin) % n), out, cap);
-    for (uint32_t i = 0; i < k && i < cap; i++) out[i] = (uint32_t)(((uint64_t)out[i] + origin) % n);
+    return bmg_knomial_neighbors(n, 4, origin, rank, out, cap);
+}
+
+/* The lean tree's neighbours of u (rooted at origin) into b->nb; their count
+ * (0 if memory runs out). */
+static uint32_t tree_nb(bmg_t *b, uint32_t origin, uint32_t u)
+{
+    uint32_t k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+    if (k > b->capnb) {
+        if (!grow(b, &b->nb, &b->capnb, k)) return 0;
+        k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+    }
     return k;
 }
 
@@ -263,7 +289,7 @@ uint32_t bmg_lean_neighbors(uint32_t n, uint32_t origin, uint32_t rank, uint32_t
  * the vertex it came from. */
 static uint32_t lean_targets(bmg_t *b, uint32_t origin)
 {
-    uint32_t n = b->n, sp = 0, nb[MAX_TREE_DEG];
+    uint32_t n = b->n, sp = 0;
     b->ntg = 0;
     if (n < 2) return 0;
     if (!grow(b, &b->stack, &b->capstack, 2)) return 0;
@@ -271,9 +297,9 @@ static uint32_t lean_targets(bmg_t *b, uint32_t origin)
     b->stack[sp++] = b->me; /* "came from itself": nothing excluded */
     while (sp > 0) {
         uint32_t from = b->stack[--sp], u = b->stack[--sp];
-        uint32_t k = bmg_lean_neighbors(n, origin, u, nb, MAX_TREE_DEG);
-        for (uint32_t i = 0; i < k && i < MAX_TREE_DEG; i++) {
-            uint32_t w = nb[i];
+        uint32_t k = tree_nb(b, origin, u);
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t w = b->nb[i];
             if (w == from || w == b->me) continue;
             if (!is_dead(b, w)) {
                 add_target(b, w);
@@ -374,6 +400,7 @@ bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_call
     b->n = n;
     b->me = me;
     b->variant = variant;
+    b->radix = 4;
     if (cb) b->cb = *cb;
     b->ctx = ctx;
     b->bytes = sizeof *b;
@@ -388,7 +415,15 @@ void bmg_destroy(bmg_t *b)
     free(b->src);
     free(b->targets);
     free(b->stack);
+    free(b->nb);
     free(b);
+}
+
+int bmg_set_radix(bmg_t *b, uint32_t radix)
+{
+    if (!b || radix < 2 || b->epoch != 0) return BMG_EINVAL;
+    b->radix = radix;
+    return BMG_OK;
 }
 
 int bmg_broadcast(bmg_t *b, uint64_t epoch)
