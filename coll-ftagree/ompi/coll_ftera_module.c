@@ -30,6 +30,7 @@
 #include "ompi_config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "opal/util/output.h"
 
 #include "ompi/communicator/communicator.h"
+#include "ompi/communicator/ft/bmg/ftslide_ftnet.h"
 #include "ompi/communicator/ft/bmg/ftslide_killpoint.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/errhandler/errhandler.h"
@@ -75,19 +77,16 @@ unsigned long long mca_coll_ftera_pv_minmax = 0, mca_coll_ftera_pv_fallbacks = 0
 
 static int ftera_inited = 0;
 static mca_coll_ftera_module_t *ftera_modules = NULL; /* live modules */
-static ompi_comm_rank_failure_callback_t *ftera_prev_failure_cb = NULL;
-static int ftera_failure_hooked = 0;
-static uint64_t ftera_failure_events = 0; /* failure callbacks received */
+static ftslide_gate_t ftera_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
 
-/* outgoing queue: filled by the core's send(), emptied by drive() */
-typedef struct ftera_out {
-    struct ftera_out *next;
-    mca_coll_ftera_module_t *module;
-    uint32_t dest;
-    mca_coll_ftera_wire_hdr_t hdr; /* msg_id and total set; offset per fragment */
-    size_t len, sent;              /* core message length, bytes handed to the BTL so far */
-    unsigned char bytes[];         /* core message */
-} ftera_out_t;
+/* outgoing queue (ftslide_ftnet.h): filled by the core's send(), emptied by
+ * drive(); each message is the wire header (msg_id and total set, offset per
+ * fragment) and the core's bytes */
+static void ftera_set_offset(unsigned char *hdr, size_t offset);
+static void ftera_unreachable(ftslide_out_t *o);
+static void ftera_handed(ftslide_out_t *o, size_t fragments);
+static ftslide_sendq_t ftera_q = {.tag = MCA_COLL_FTERA_BTL_TAG, .set_offset = ftera_set_offset,
+                                  .unreachable = ftera_unreachable, .handed = ftera_handed};
 static uint32_t next_msg_id = 0;
 
 /* fragments of messages not complete yet, by (communicator, sender, msg_id) */
@@ -101,26 +100,27 @@ static ftera_partial_t *partials = NULL;
 /* a message announcing more than this is malformed (a core message grows
  * with the failures: 60 + 12n bytes at most for n ranks) */
 #define FTERA_MAX_MESSAGE (64u << 20)
-static ftera_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 
-/* messages for communicators not set up here yet */
-typedef struct ftera_stash {
-    struct ftera_stash *next;
-    mca_coll_ftera_wire_hdr_t hdr;
-    size_t len;
-    unsigned char bytes[]; /* core message (no header) */
-} ftera_stash_t;
-static ftera_stash_t *stash_head = NULL;
-
-/* communicators freed here: late messages for them are dropped */
+/* messages for communicators not set up here yet (wire header + core
+ * message), and the names of the last communicators freed here */
+static ftslide_stash_t stash = {.max = 0};
 #define FTERA_FREED_RING 64
-static struct {
-    uint64_t cid_base, cid_sub;
-    uint32_t epoch;
-    int used;
-} freed_ring[FTERA_FREED_RING];
-static unsigned freed_next = 0;
+static ftslide_key_t freed_keys[FTERA_FREED_RING];
+static unsigned char freed_used[FTERA_FREED_RING];
+static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = FTERA_FREED_RING};
+
+static ftslide_key_t key_of_hdr(const mca_coll_ftera_wire_hdr_t *h)
+{
+    ftslide_key_t k = {.cid_base = h->cid_base, .cid_sub = h->cid_sub, .epoch = h->epoch};
+    return k;
+}
+
+static ftslide_key_t key_of_module(const mca_coll_ftera_module_t *m)
+{
+    ftslide_key_t k = {.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch};
+    return k;
+}
 
 static void drive(void);
 
@@ -244,11 +244,7 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
         while (*pp && *pp != m) pp = &(*pp)->next;
         if (*pp) *pp = m->next;
         m->registered = 0;
-        freed_ring[freed_next].cid_base = m->cid_base;
-        freed_ring[freed_next].cid_sub = m->cid_sub;
-        freed_ring[freed_next].epoch = m->epoch;
-        freed_ring[freed_next].used = 1;
-        freed_next = (freed_next + 1) % FTERA_FREED_RING;
+        ftslide_freed_add(&freed, key_of_module(m));
     }
     /* drop partly received messages for this communicator */
     ftera_partial_t **pp = &partials;
@@ -262,18 +258,7 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
         }
     }
     /* drop queued messages of this module */
-    ftera_out_t **op = &out_head;
-    out_tail = NULL;
-    while (*op) {
-        if ((*op)->module == m) {
-            ftera_out_t *dead = *op;
-            *op = dead->next;
-            free(dead);
-        } else {
-            out_tail = *op;
-            op = &(*op)->next;
-        }
-    }
+    ftslide_sendq_drop_owner(&ftera_q, m);
     if (NULL != m->era) {
         era_destroy(m->era);
         m->era = NULL;
@@ -328,22 +313,13 @@ static int ftera_request_cancel(ompi_request_t *req, int complete)
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
-    ftera_out_t *o = malloc(sizeof(*o) + len);
-    if (NULL == o) {
+    mca_coll_ftera_wire_hdr_t hdr = {.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
+                                     .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
+                                     .total = (uint32_t) len};
+    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) dest);
+    if (NULL == ftslide_sendq_push(&ftera_q, peer, m, dest, &hdr, sizeof(hdr), msg, len)) {
         opal_output(0, "coll:ftera: out of memory queueing a message to rank %u; it is lost", dest);
-        return;
     }
-    o->hdr = (mca_coll_ftera_wire_hdr_t){.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
-                                         .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
-                                         .total = (uint32_t) len};
-    memcpy(o->bytes, msg, len);
-    o->len = len;
-    o->sent = 0;
-    o->dest = dest;
-    o->module = m;
-    o->next = NULL;
-    if (out_tail) out_tail->next = o; else out_head = o;
-    out_tail = o;
 }
 
 static void core_decide(void *ctx, const era_result_t *res)
@@ -361,77 +337,32 @@ static const era_callbacks_t core_callbacks = {.send = core_send, .decide = core
 /* ------------------------------------------------------------------------ */
 /* transport                                                                 */
 
-static void ftera_sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                          struct mca_btl_base_descriptor_t *des, int status)
+/* Transport (ftslide_ftnet.h's send queue): a fragment's header carries its
+ * offset; a peer without an endpoint is reported to the core as failed. */
+static void ftera_set_offset(unsigned char *hdr, size_t offset)
 {
-    (void) btl;
-    (void) ep;
-    (void) des;
-    (void) status;
+    uint32_t off = (uint32_t) offset;
+    memcpy(hdr + offsetof(mca_coll_ftera_wire_hdr_t, offset), &off, sizeof(off));
 }
 
-/* Send one queued message, in fragments of at most the BTL's eager limit (or
- * coll_ftera_fragment_size). Returns 0 when it is gone (sent, or the peer is
- * unreachable and has been reported to the core as failed), 1 when the BTL
- * has no descriptor right now (try again after progress; the fragments sent
- * so far are not sent again). */
-static int transmit(ftera_out_t *o)
+static void ftera_unreachable(ftslide_out_t *o)
 {
-    mca_coll_ftera_module_t *m = o->module;
-    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) o->dest);
-    mca_bml_base_endpoint_t *ep = (NULL == peer) ? NULL : mca_bml_base_get_endpoint(peer);
-    mca_bml_base_btl_t *bml_btl = NULL;
-
-    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
-        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
-    }
-    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
-        /* no way to reach it: treat as failed */
-        FTERA_OUT(20, "coll:ftera: comm %s: no endpoint for rank %u, taken as failed",
-                  ompi_comm_print_cid(m->comm), o->dest);
-        mca_coll_ftera_nfailures++;
-        era_failure(m->era, o->dest);
-        note_failure(m);
-        return 0;
-    }
-    mca_btl_base_module_t *btl = bml_btl->btl;
-    size_t limit = btl->btl_eager_limit;
-    if (mca_coll_ftera_fragment_size > 0 && (size_t) mca_coll_ftera_fragment_size < limit) {
-        limit = (size_t) mca_coll_ftera_fragment_size;
-    }
-    size_t room = limit - sizeof(mca_coll_ftera_wire_hdr_t);
-    do {
-        size_t chunk = o->len - o->sent < room ? o->len - o->sent : room;
-        size_t size = sizeof(mca_coll_ftera_wire_hdr_t) + chunk;
-        mca_btl_base_descriptor_t *des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, size,
-                                                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-        if (NULL == des) {
-            return 1;
-        }
-        o->hdr.offset = (uint32_t) o->sent;
-        unsigned char *seg = des->des_segments[0].seg_addr.pval;
-        memcpy(seg, &o->hdr, sizeof(o->hdr));
-        memcpy(seg + sizeof(o->hdr), o->bytes + o->sent, chunk);
-        des->des_segments[0].seg_len = size;
-        des->des_cbfunc = ftera_sent_cb;
-        des->des_cbdata = NULL;
-        int rc = btl->btl_send(btl, bml_btl->btl_endpoint, des, MCA_COLL_FTERA_BTL_TAG);
-        if (rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc) {
-            /* the BTL did not take it: the peer is gone or the link is down;
-             * the failure detector will tell the core */
-            FTERA_OUT(20, "coll:ftera: btl_send to rank %u failed (%d)", o->dest, rc);
-            btl->btl_free(btl, des);
-        }
-        o->sent += chunk;
-        mca_coll_ftera_nfragments++;
-    } while (o->sent < o->len);
-    mca_coll_ftera_nsent++;
-    FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) o->owner;
+    FTERA_OUT(20, "coll:ftera: comm %s: no endpoint for rank %u, taken as failed", ompi_comm_print_cid(m->comm),
               o->dest);
+    mca_coll_ftera_nfailures++;
+    era_failure(m->era, o->dest);
+    note_failure(m);
+}
+
+static void ftera_handed(ftslide_out_t *o, size_t fragments)
+{
+    mca_coll_ftera_nfragments += fragments;
+    mca_coll_ftera_nsent++;
+    FTERA_OUT(30, "coll:ftera: sent %zu bytes to rank %u", o->len, o->dest);
     /* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N" kills world
      * rank R right after its N-th agreement message went to the BTL. */
     ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "ftera_sent_%" PRIu64, mca_coll_ftera_nsent);
-    return 0;
 }
 
 /* Start r's agreement in the core; r becomes m's current request. */
@@ -553,22 +484,7 @@ static void drive(void)
     if (in_drive) return;
     in_drive = 1;
     for (;;) {
-        int busy = 0;
-        while (NULL != out_head) {
-            ftera_out_t *o = out_head;
-            out_head = o->next;
-            if (NULL == out_head) out_tail = NULL;
-            o->next = NULL;
-            if (transmit(o)) {
-                /* no descriptor: put it back in front, progress, retry */
-                o->next = out_head;
-                out_head = o;
-                if (NULL == out_tail) out_tail = o;
-                busy = 1;
-                break;
-            }
-            free(o);
-        }
+        ftslide_sendq_drain(&ftera_q);
         int completed = 0;
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
             if (m->decided) {
@@ -580,11 +496,7 @@ static void drive(void)
                 }
             }
         }
-        if (busy) {
-            opal_progress();
-            continue;
-        }
-        if (!completed && NULL == out_head) break;
+        if (!completed && NULL == ftera_q.head) break;
     }
     in_drive = 0;
 }
@@ -620,19 +532,17 @@ static void accept_message(const mca_coll_ftera_wire_hdr_t *hdr, const unsigned 
         drive();
         return;
     }
-    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
-        if (freed_ring[i].used && freed_ring[i].cid_base == hdr->cid_base && freed_ring[i].cid_sub == hdr->cid_sub &&
-            freed_ring[i].epoch == hdr->epoch) {
-            return;
-        }
+    ftslide_key_t key = key_of_hdr(hdr);
+    if (ftslide_freed_has(&freed, &key)) {
+        return;
     }
-    ftera_stash_t *s = malloc(sizeof(*s) + len);
-    if (NULL == s) return;
-    s->hdr = *hdr;
-    s->len = len;
-    memcpy(s->bytes, msg, len);
-    s->next = stash_head;
-    stash_head = s;
+    unsigned char *both = malloc(sizeof(*hdr) + len);
+    if (NULL == both) return;
+    memcpy(both, hdr, sizeof(*hdr));
+    memcpy(both + sizeof(*hdr), msg, len);
+    int kept = ftslide_stash_put(&stash, key, both, sizeof(*hdr) + len);
+    free(both);
+    if (0 != kept) return;
     mca_coll_ftera_nstashed++;
     FTERA_OUT(20, "coll:ftera: stashed a message from rank %u for a communicator not set up yet", hdr->src);
 }
@@ -708,7 +618,7 @@ static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_
 
 static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
-    ftera_failure_events++;
+    ftera_gate.events++;
     if (!remote) {
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
             if (m->comm == comm && rank >= 0 && rank < ompi_comm_size(comm) && rank != ompi_comm_rank(comm)) {
@@ -721,21 +631,7 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
             }
         }
     }
-    if (NULL != ftera_prev_failure_cb) {
-        ftera_prev_failure_cb(comm, rank, remote);
-    }
-}
-
-/* Changes whenever a failure is reported: the failure callback (which runs
- * first, once per communicator holding the process) counts in
- * ftera_failure_events, and ULFM's group of all failed processes grows after
- * the callbacks ran. */
-static uint64_t failure_clock(void)
-{
-    opal_mutex_lock(&ompi_group_afp_mutex);
-    uint64_t n = (uint64_t) ompi_group_size(ompi_group_all_failed_procs);
-    opal_mutex_unlock(&ompi_group_afp_mutex);
-    return n + ftera_failure_events;
+    ftslide_gate_pass(&ftera_gate, comm, rank, remote);
 }
 
 /* Tell the core about every rank of comm already known failed here. The scan
@@ -744,7 +640,7 @@ static uint64_t failure_clock(void)
  * by one), so a failure-free agreement costs O(1) here. */
 static void feed_known_failures(mca_coll_ftera_module_t *m)
 {
-    uint64_t now = failure_clock();
+    uint64_t now = ftslide_gate_clock(&ftera_gate);
     if (now == m->failures_seen) return;
     m->failures_seen = now;
     int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
@@ -888,9 +784,8 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
                     MCA_COLL_FTERA_BTL_TAG, rc);
         return rc;
     }
-    ftera_prev_failure_cb = ompi_rank_failure_cbfunc;
-    ompi_rank_failure_cbfunc = ftera_rank_failure;
-    ftera_failure_hooked = 1;
+    ftslide_gate_open(&ftera_gate, ftera_rank_failure);
+    ftera_q.fragment_limit = mca_coll_ftera_fragment_size > 0 ? (size_t) mca_coll_ftera_fragment_size : 0;
     ftera_parse_late_enable();
     ftera_inited = 1;
     return OMPI_SUCCESS;
@@ -905,17 +800,11 @@ int mca_coll_ftera_finalize(void)
                     mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nfragments, mca_coll_ftera_nrecv,
                     mca_coll_ftera_nfailures, mca_coll_ftera_nstashed);
     }
-    if (ftera_failure_hooked && ompi_rank_failure_cbfunc == ftera_rank_failure) {
-        ompi_rank_failure_cbfunc = ftera_prev_failure_cb;
-        ftera_failure_hooked = 0;
-    }
+    ftslide_gate_close(&ftera_gate);
     /* else another component hooked after us and still calls us: leave the
      * chain intact (the component is linked into libmpi, never unloaded) */
-    while (NULL != stash_head) {
-        ftera_stash_t *s = stash_head;
-        stash_head = s->next;
-        free(s);
-    }
+    ftslide_stash_clear(&stash);
+    ftslide_sendq_clear(&ftera_q);
     while (NULL != partials) {
         ftera_partial_t *p = partials;
         partials = p->next;
@@ -942,6 +831,15 @@ static era_tree_t ftera_tree_for(ompi_communicator_t *comm)
         }
     }
     return ERA_TREE_KNOMIAL4;
+}
+
+/* a stashed message (wire header + core message) for m, which is set up now */
+static void replay_one(void *ctx, const void *bytes, size_t len)
+{
+    mca_coll_ftera_wire_hdr_t hdr;
+    memcpy(&hdr, bytes, sizeof(hdr));
+    deliver((mca_coll_ftera_module_t *) ctx, hdr.src, (const unsigned char *) bytes + sizeof(hdr),
+            len - sizeof(hdr));
 }
 
 static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -982,31 +880,15 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     }
     /* a communicator of this process with the same extended CID and epoch
      * was freed before (not expected: epochs grow); its key is live again */
-    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
-        if (freed_ring[i].used && freed_ring[i].cid_base == m->cid_base && freed_ring[i].cid_sub == m->cid_sub &&
-            freed_ring[i].epoch == m->epoch) {
-            freed_ring[i].used = 0;
-        }
-    }
+    ftslide_key_t key = key_of_module(m);
+    ftslide_freed_forget(&freed, &key);
     m->next = ftera_modules;
     ftera_modules = m;
     m->registered = 1;
     feed_known_failures(m);
 
     /* replay what peers sent before we got here */
-    ftera_stash_t **sp = &stash_head;
-    int replayed = 0;
-    while (*sp) {
-        ftera_stash_t *s = *sp;
-        if (hdr_is_for(&s->hdr, m)) {
-            *sp = s->next;
-            deliver(m, s->hdr.src, s->bytes, s->len);
-            free(s);
-            replayed = 1;
-        } else {
-            sp = &s->next;
-        }
-    }
+    unsigned replayed = ftslide_stash_replay(&stash, &key, replay_one, m);
     if (replayed) drive();
     return OMPI_SUCCESS;
 }

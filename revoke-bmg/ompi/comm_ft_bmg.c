@@ -50,6 +50,7 @@
 
 #include "bmg.h"
 #include "comm_ft_bmg.h"
+#include "ftslide_ftnet.h"
 #include "ftslide_killpoint.h"
 
 #define FTBMG_OUT(lvl, ...) opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__)
@@ -63,11 +64,7 @@ typedef struct ftbmg_hdr {
     uint32_t src;               /* sender's position in the channel */
 } ftbmg_hdr_t;
 
-typedef struct ftbmg_key {
-    uint64_t cid_base, cid_sub;
-    uint32_t epoch;
-    uint32_t used; /* in the ring of freed names */
-} ftbmg_key_t;
+typedef ftslide_key_t ftbmg_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
 
 typedef struct ftbmg_chan {
     struct ftbmg_chan *next;
@@ -83,19 +80,6 @@ typedef struct ftbmg_chan {
     bmg_t *b;
 } ftbmg_chan_t;
 
-typedef struct ftbmg_out {
-    struct ftbmg_out *next;
-    ompi_proc_t *proc;
-    size_t len;
-    unsigned char bytes[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
-} ftbmg_out_t;
-
-typedef struct ftbmg_stash {
-    struct ftbmg_stash *next;
-    ftbmg_hdr_t hdr;
-    unsigned char msg[BMG_MSG_SIZE];
-} ftbmg_stash_t;
-
 #define FTBMG_STASH_MAX 4096
 #define FTBMG_FREED_RING 256
 #define FTBMG_DETACHED_MAX 64
@@ -104,18 +88,21 @@ static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
 static int ftbmg_radix = 0; /* mpi_ft_bmg_radix: 0 = auto (ftbmg_radix_for) */
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
-static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
+static ftslide_gate_t ftbmg_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
 static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
 /* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
 static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
 static unsigned detached_next = 0;
-static unsigned long ftbmg_failure_events = 0; /* failure callbacks received */
-static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
-static int in_drive = 0;
-static ftbmg_stash_t *stash = NULL;
-static unsigned nstash = 0;
-static ftbmg_key_t freed_ring[FTBMG_FREED_RING];
-static unsigned freed_next = 0;
+/* the send queue, early messages (header + core message) and freed names
+ * (ftslide_ftnet.h, shared with coll/ftera) */
+static void ftbmg_unreachable(ftslide_out_t *o);
+static void ftbmg_handed(ftslide_out_t *o, size_t fragments);
+static ftslide_sendq_t ftbmg_q = {.tag = OMPI_COMM_FTBMG_BTL_TAG, .unreachable = ftbmg_unreachable,
+                                  .handed = ftbmg_handed};
+static ftslide_stash_t stash = {.max = FTBMG_STASH_MAX};
+static ftslide_key_t freed_keys[FTBMG_FREED_RING];
+static unsigned char freed_used[FTBMG_FREED_RING];
+static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = FTBMG_FREED_RING};
 
 /* counters; messages_sent is the MPI_T performance variable */
 static unsigned long long ftbmg_nsent = 0;
@@ -174,14 +161,7 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
 
 static ftbmg_key_t key_of(ompi_communicator_t *comm)
 {
-    ftbmg_key_t k = {.cid_base = comm->c_contextid.cid_base, .cid_sub = comm->c_contextid.cid_sub.u64,
-                     .epoch = comm->c_epoch};
-    return k;
-}
-
-static int same_key(const ftbmg_key_t *a, const ftbmg_key_t *b)
-{
-    return a->cid_base == b->cid_base && a->cid_sub == b->cid_sub && a->epoch == b->epoch;
+    return ftslide_key_of(comm);
 }
 
 static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
@@ -225,21 +205,12 @@ static uint32_t chan_pos(const ftbmg_chan_t *c, int rank, int remote)
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
-    ftbmg_out_t *o = malloc(sizeof(*o));
-    if (NULL == o || len > BMG_MSG_SIZE) {
-        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
-        free(o);
-        return;
-    }
     ftbmg_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
                        .index = c->index, .type = c->type, .src = c->me};
-    memcpy(o->bytes, &hdr, sizeof(hdr));
-    memcpy(o->bytes + sizeof(hdr), msg, len);
-    o->len = sizeof(hdr) + len;
-    o->proc = chan_proc(c, dest);
-    o->next = NULL;
-    if (out_tail) out_tail->next = o; else out_head = o;
-    out_tail = o;
+    if (len > BMG_MSG_SIZE || NULL == ftslide_sendq_push(&ftbmg_q, chan_proc(c, dest), c, dest, &hdr, sizeof(hdr),
+                                                         msg, len)) {
+        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
+    }
 }
 
 static void core_deliver(void *ctx, uint32_t origin, uint64_t epoch)
@@ -286,7 +257,7 @@ static void feed_known_failures(ftbmg_chan_t *c)
     opal_mutex_lock(&ompi_group_afp_mutex);
     int any = ompi_group_size(ompi_group_all_failed_procs) > 0;
     opal_mutex_unlock(&ompi_group_afp_mutex);
-    if (any || ftbmg_failure_events > 0) scan_failures(c);
+    if (any || ftbmg_gate.events > 0) scan_failures(c);
 }
 
 static void destroy_chan(ftbmg_chan_t *c)
@@ -357,49 +328,18 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
 /* ------------------------------------------------------------------------ */
 /* transport                                                                 */
 
-static void sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                    struct mca_btl_base_descriptor_t *des, int status)
+/* Transport: ftslide_ftnet.h's send queue (a message is one fragment). */
+static void ftbmg_unreachable(ftslide_out_t *o)
 {
-    (void) btl;
-    (void) ep;
-    (void) des;
-    if (OPAL_SUCCESS != status) {
-        FTBMG_OUT(20, "a message was not delivered by the BTL (%d)", status);
-    }
+    FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
 }
 
-/* Hands one message to the BTL. 1: no descriptor now, retry after progress. */
-static int transmit(ftbmg_out_t *o)
+static void ftbmg_handed(ftslide_out_t *o, size_t fragments)
 {
-    if (!ompi_proc_is_active(o->proc)) {
-        return 0; /* the failure callback tells (or told) the core */
-    }
-    mca_bml_base_endpoint_t *ep = mca_bml_base_get_endpoint(o->proc);
-    mca_bml_base_btl_t *bml_btl = NULL;
-    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
-        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
-    }
-    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
-        FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
-        return 0;
-    }
-    mca_btl_base_descriptor_t *des = NULL;
-    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, o->len,
-                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (NULL == des) {
-        return 1;
-    }
-    memcpy(des->des_segments[0].seg_addr.pval, o->bytes, o->len);
-    des->des_cbfunc = sent_cb;
-    int rc = mca_bml_base_send(bml_btl, des, OMPI_COMM_FTBMG_BTL_TAG);
-    if (rc < 0) {
-        FTBMG_OUT(20, "btl send to %s failed (%d)", OMPI_NAME_PRINT(&o->proc->super.proc_name), rc);
-        mca_bml_base_free(bml_btl, des);
-        return 0;
-    }
+    (void) o;
+    (void) fragments;
     ftbmg_nsent++;
     ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_sent_%llu", ftbmg_nsent);
-    return 0;
 }
 
 /* Runs the FT layer's callback of a channel whose core delivered. */
@@ -417,19 +357,7 @@ static void hand_over(ftbmg_chan_t *c)
 
 static void drive(void)
 {
-    if (in_drive) return;
-    in_drive = 1;
-    while (NULL != out_head) {
-        ftbmg_out_t *o = out_head;
-        if (transmit(o)) {
-            opal_progress();
-            continue;
-        }
-        out_head = o->next;
-        if (NULL == out_head) out_tail = NULL;
-        free(o);
-    }
-    in_drive = 0;
+    ftslide_sendq_drain(&ftbmg_q);
 }
 
 static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
@@ -464,10 +392,7 @@ static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
 
 static int was_freed(const ftbmg_key_t *k)
 {
-    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
-        if (freed_ring[i].used && same_key(&freed_ring[i], k)) return 1;
-    }
-    return 0;
+    return ftslide_freed_has(&freed, k);
 }
 
 static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
@@ -496,19 +421,12 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
         return;
     }
     ftbmg_key_t k = key_of_hdr(&hdr);
-    if (was_freed(&k) || nstash >= FTBMG_STASH_MAX) {
+    if (was_freed(&k) || 0 != ftslide_stash_put(&stash, k, buf, sizeof(buf))) {
         ftbmg_ndropped++;
         FTBMG_OUT(20, "dropped a message for a communicator %s (epoch %u)",
-                  nstash >= FTBMG_STASH_MAX ? "not here (stash full)" : "freed here", hdr.epoch);
+                  was_freed(&k) ? "freed here" : "not here (stash full)", hdr.epoch);
         return;
     }
-    ftbmg_stash_t *s = malloc(sizeof(*s));
-    if (NULL == s) return;
-    s->hdr = hdr;
-    memcpy(s->msg, buf + sizeof(hdr), BMG_MSG_SIZE);
-    s->next = stash;
-    stash = s;
-    nstash++;
     ftbmg_nstashed++;
     FTBMG_OUT(20, "kept a message for a communicator not here yet (epoch %u)", hdr.epoch);
 }
@@ -518,7 +436,7 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
 
 static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
-    ftbmg_failure_events++;
+    ftbmg_gate.events++;
     for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
         if (c->comm == comm) {
             (void) bmg_failure(c->b, chan_pos(c, rank, remote));
@@ -531,9 +449,7 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
         }
     }
     drive();
-    if (NULL != ftbmg_prev_failure_cb) {
-        ftbmg_prev_failure_cb(comm, rank, remote);
-    }
+    ftslide_gate_pass(&ftbmg_gate, comm, rank, remote);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -558,8 +474,7 @@ int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
         opal_output(0, "ftbmg: cannot register BTL tag 0x%x (%d)", OMPI_COMM_FTBMG_BTL_TAG, rc);
         return rc;
     }
-    ftbmg_prev_failure_cb = ompi_rank_failure_cbfunc;
-    ompi_rank_failure_cbfunc = rank_failure;
+    ftslide_gate_open(&ftbmg_gate, rank_failure);
     ftbmg_inited = 1;
     return OMPI_SUCCESS;
 }
@@ -569,9 +484,7 @@ int ompi_comm_ftbmg_finalize(void)
     if (!ftbmg_inited) return OMPI_SUCCESS;
     FTBMG_OUT(1, "%llu messages sent, %lu broadcasts delivered, %lu kept for later, %lu dropped", ftbmg_nsent,
               ftbmg_ndelivered, ftbmg_nstashed, ftbmg_ndropped);
-    if (ompi_rank_failure_cbfunc == rank_failure) {
-        ompi_rank_failure_cbfunc = ftbmg_prev_failure_cb;
-    }
+    ftslide_gate_close(&ftbmg_gate);
     /* else someone hooked after us and still calls us: leave the chain */
     while (NULL != chans) {
         ftbmg_chan_t *c = chans;
@@ -582,18 +495,8 @@ int ompi_comm_ftbmg_finalize(void)
         if (NULL != detached[i]) destroy_chan(detached[i]);
         detached[i] = NULL;
     }
-    while (NULL != stash) {
-        ftbmg_stash_t *s = stash;
-        stash = s->next;
-        free(s);
-    }
-    nstash = 0;
-    while (NULL != out_head) {
-        ftbmg_out_t *o = out_head;
-        out_head = o->next;
-        free(o);
-    }
-    out_tail = NULL;
+    ftslide_stash_clear(&stash);
+    ftslide_sendq_clear(&ftbmg_q);
     ftbmg_inited = 0;
     return OMPI_SUCCESS;
 }
@@ -612,29 +515,25 @@ int ompi_comm_ftbmg_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t 
     return BMG_OK == rc ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
 }
 
+/* a stashed message (header + core message) for comm, which exists now */
+static void replay_one(void *ctx, const void *bytes, size_t len)
+{
+    ompi_communicator_t *comm = (ompi_communicator_t *) ctx;
+    ftbmg_hdr_t hdr;
+    (void) len;
+    memcpy(&hdr, bytes, sizeof(hdr));
+    ftbmg_chan_t *c = get_chan(comm, hdr.type);
+    FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
+    if (NULL != c) on_message(c, hdr.src, (const unsigned char *) bytes + sizeof(hdr));
+}
+
 void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
 {
-    if (!ftbmg_inited || NULL == stash) return;
+    if (!ftbmg_inited || NULL == stash.head) return;
     ftbmg_key_t k = key_of(comm);
     /* a name freed before and now live again (not expected: epochs differ) */
-    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
-        if (same_key(&freed_ring[i], &k)) freed_ring[i].used = 0;
-    }
-    ftbmg_stash_t **sp = &stash;
-    while (NULL != *sp) {
-        ftbmg_stash_t *s = *sp;
-        ftbmg_key_t sk = key_of_hdr(&s->hdr);
-        if (!same_key(&sk, &k)) {
-            sp = &s->next;
-            continue;
-        }
-        *sp = s->next;
-        nstash--;
-        ftbmg_chan_t *c = get_chan(comm, s->hdr.type);
-        FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
-        if (NULL != c) on_message(c, s->hdr.src, s->msg);
-        free(s);
-    }
+    ftslide_freed_forget(&freed, &k);
+    (void) ftslide_stash_replay(&stash, &k, replay_one, comm);
     drive();
 }
 
@@ -663,7 +562,5 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
         detached[detached_next] = c;
         detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
     }
-    freed_ring[freed_next] = key_of(comm);
-    freed_ring[freed_next].used = 1;
-    freed_next = (freed_next + 1) % FTBMG_FREED_RING;
+    ftslide_freed_add(&freed, key_of(comm));
 }
