@@ -3,14 +3,16 @@
 
     python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
-                                         [--victim 0] [--raw FILE.json]
+                                         [--victim 0] [--breakdown-runs 3] [--raw FILE.json]
 
 For every repetition, np and operation, one mpirun per module set, the sets interleaved run by run
 (their order alternates between repetitions), so that the machine's load hits them alike. Each run
 times, at the slowest rank: ITER calls before any failure (their median), the first call after the
 victim SIGKILLed itself (one value: it includes the discovery of the failure) and ITER later calls with
 the dead rank still a member (their median). Printed: the median over the repetitions with its
-quartiles, the ratio of the medians to the first module set, and a breakdown from MPI_T counters
+quartiles, the ratio of the medians to the first module set, and a breakdown from MPI_T counters, read in
+--breakdown-runs more runs (the timed runs do not open MPI_T: with pvar sessions open, failures were reported
+sooner to the upstream module set than to ours, which skewed the first calls)
 (our agreements per call, of them Open MPI's internal MAX/MIN allreduces, calls handed to another
 agreement module, decisions with MPI_ERR_PROC_FAILED, time in our agreements, time waiting for the
 failure to be reported, reliable-broadcast messages per revoke). Load averages are printed before and after.
@@ -58,8 +60,9 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
 
 
 def measure(prefix: Path, binary: Path, np: int, op: str, mca: list[str], iterations: int,
-            victim: int) -> dict[str, dict[str, float]]:
-    args = [*mca, "-np", str(np), str(binary), op, str(iterations), str(victim)]
+            victim: int, counters: bool = False) -> dict[str, dict[str, float]]:
+    args = [*mca, *(["-x", "FT_PHASES_COUNTERS=1"] if counters else []), "-np", str(np), str(binary), op,
+            str(iterations), str(victim)]
     result = mpi.run(prefix, args, timeout=300)
     got = {}
     for m in LINE.finditer(result.stdout):
@@ -90,6 +93,9 @@ def main() -> int:
                         help="calls timed before and after the failure in each run (default 20)")
     parser.add_argument("--victim", type=int, default=0, help="rank that is SIGKILLed (default 0, the root of "
                         "fixed trees); the revoke's origin is the next rank")
+    parser.add_argument("--breakdown-runs", type=int, default=3,
+                        help="extra runs per np, operation and module set with the MPI_T counters read (the timed "
+                             "runs go without MPI_T, which changed how soon failures were reported; default 3)")
     parser.add_argument("--raw", type=Path, help="also write every run's values to this JSON file")
     args = parser.parse_args()
     try:
@@ -111,14 +117,16 @@ def main() -> int:
         print(f"phases.py: error: unknown module set {unknown[0]!r}: choose from {', '.join(MODULE_SETS)}",
               file=sys.stderr)
         return 2
-    if args.repeat < 1 or args.iterations < 1:
-        print("phases.py: error: --repeat and --iterations take counts of at least 1", file=sys.stderr)
+    if args.repeat < 1 or args.iterations < 1 or args.breakdown_runs < 0:
+        print("phases.py: error: --repeat and --iterations take counts of at least 1, --breakdown-runs of at least 0",
+              file=sys.stderr)
         return 2
     if any(not 0 <= args.victim < n for n in counts):
         print(f"phases.py: error: --victim must be a rank of every np (got {args.victim})", file=sys.stderr)
         return 2
     start_load = load()
     runs: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
+    counted: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
     try:
         prefix = require_prefix()
         binary = mpi.compile_program(prefix, [SOURCE])
@@ -130,13 +138,22 @@ def main() -> int:
                         runs.setdefault((np, op, name), []).append(
                             measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim))
             print(f"repetition {rep + 1}/{args.repeat} done (load {load()})", file=sys.stderr, flush=True)
+        for rep in range(args.breakdown_runs):
+            order = sets if rep % 2 == 0 else list(reversed(sets))
+            for np in counts:
+                for op in ops:
+                    for name in order:
+                        counted.setdefault((np, op, name), []).append(
+                            measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim,
+                                    counters=True))
     except FtslideError as exc:
         print(f"phases.py: error: {exc}", file=sys.stderr)
         return 1
     end_load = load()
     if args.raw:
-        args.raw.write_text(json.dumps({f"{np} {op} {name}": values for (np, op, name), values in runs.items()},
-                                       indent=1))
+        args.raw.write_text(json.dumps({"timed": {f"{np} {op} {name}": v for (np, op, name), v in runs.items()},
+                                        "counters": {f"{np} {op} {name}": v for (np, op, name), v in
+                                                     counted.items()}}, indent=1))
     rows, breakdown = [], []
     for np in counts:
         for op in ops:
@@ -149,7 +166,10 @@ def main() -> int:
                     row += [f"{med:.1f} [{q1:.1f}-{q3:.1f}]"]
                     if name != sets[0]:
                         row += [f"{med / base:.2f}x"]
-                    counters = {c: statistics.median(r[phase][c] for r in runs[(np, op, name)]) for c in COUNTERS}
+                    with_counters = counted.get((np, op, name))
+                    if not with_counters:
+                        continue
+                    counters = {c: statistics.median(r[phase][c] for r in with_counters) for c in COUNTERS}
                     breakdown.append([np, op, phase, name, *(("-" if counters[c] < 0 else
                                                               f"{counters[c]:.1f}") for c in COUNTERS)])
                 rows.append(row)
@@ -164,8 +184,8 @@ def main() -> int:
     print()
     print_table(["np", "op", "phase", "modules", "our agreements/call", "of them MAX/MIN", "handed on/call",
                  "PROC_FAILED/call", "in our agreement us", "failure wait us", "rbcast msgs/call"], breakdown)
-    print("per call, max over ranks (rbcast msgs: sum over ranks), median over the runs; '-': counter absent "
-          "(module set without coll/ftera)")
+    print(f"per call, max over ranks (rbcast msgs: sum over ranks), median over {args.breakdown_runs} more runs "
+          "with the MPI_T counters read; '-': counter absent (module set without coll/ftera)")
     return 0
 
 
