@@ -73,6 +73,26 @@ def test_invalid_value_is_refused(mpi_prefix, mpi_program):
     assert sent_total(run, range(4), "sent_1") == 3, run.describe()  # the default: lean, 3 messages at np 4
 
 
+@pytest.mark.parametrize("radix", ["1", "-3"])
+def test_invalid_radix_gets_one_line_and_auto(mpi_prefix, mpi_program, radix):
+    """mpi_ft_bmg_radix below 2 (and not 0): one line naming the parameter at MPI_Init, then auto (a star on one
+    node: still one message per other process)."""
+    run = run_program(mpi_prefix, mpi_program("revoke/revoke_kill.c"), 4, args=["1", "0"],
+                      mpirun_options=["--mca", "mpi_ft_bmg_radix", radix], timeout=60)
+    text = run.stdout + run.stderr
+    assert run.returncode == 0, run.describe()
+    assert f"ftbmg: mpi_ft_bmg_radix {radix} is neither 0 (auto) nor a radix of at least 2; using 0 (auto)" in text, \
+        run.describe()
+    assert run.values("rc_1", range(4)) == {r: REVOKED for r in range(4)}, run.describe()
+    assert sent_total(run, range(4), "sent_1") == 3, run.describe()
+
+
+def test_radix_is_listed(mpi_prefix):
+    """ompi_info lists mpi_ft_bmg_radix with its default, 0 (auto)."""
+    result = ompi_info(mpi_prefix, "--param", "mpi", "all", "--level", "9")
+    assert re.search(r"mpi_ft_bmg_radix.*\b0\b", result.stdout), result.stdout[-2000:]
+
+
 def survivors_after(run, np, victims, rounds, revoked=(REVOKED,)):
     """The victims died, every other rank finished; in every round each rank still there saw its pending receive
     end the same way, one of `revoked`, and the same shrunk membership, and the last one is exactly the
