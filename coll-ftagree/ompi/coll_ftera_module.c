@@ -414,7 +414,13 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             if (NULL != r->contrib) {
                 *r->contrib = ftera_decode(r->op, flag);
             }
-            err = proc_failed ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            /* The uniform error tells MPIX_Comm_agree's caller that a failure it did
+             * not acknowledge was agreed. Open MPI's internal callers (the shrink,
+             * the context-id allocation) ask for the agreed failed set instead
+             * (outgroup) and, on MPI_ERR_PROC_FAILED, only run the agreement again
+             * with that set to get a success: they get the set and the value now,
+             * the same at every survivor, without that extra round. */
+            err = (proc_failed && NULL == r->outgroup) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
             uint64_t now = ftera_now_ns();
             mca_coll_ftera_pv_agree_ns += now - m->t_start_ns;
             if (0 != m->t_failure_ns) mca_coll_ftera_pv_detect_ns += m->t_failure_ns - m->t_start_ns;
