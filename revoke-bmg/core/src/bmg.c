@@ -52,9 +52,21 @@ struct bmg {
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
     uint32_t *nb, capnb;              /* scratch: tree neighbours of one vertex (lean) */
     uint32_t radix;                   /* lean: the tree is k-nomial with k = radix (default 4) */
+    /* First storage of the arrays above, inside the object: a revoke on one
+     * node (every rank a neighbour of the origin, one origin) allocates
+     * nothing more than the object itself. grow() moves an array to the heap
+     * when it outgrows its slot. */
+    uint32_t in_targets[8], in_stack[16], in_nb[8], in_have[8];
+    struct bmg_src in_src[2];
 };
 
 /* ---- small helpers -------------------------------------------------------- */
+
+/* 1 if p is storage inside the object (never freed). */
+static int is_inline(const bmg_t *b, const void *p)
+{
+    return (const char *)p >= (const char *)b && (const char *)p < (const char *)(b + 1);
+}
 
 /* Grows *p (uint32 elements) to hold at least `need`; 0 on failure. */
 static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
@@ -62,12 +74,19 @@ static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
     if (need <= *cap) return 1;
     uint32_t nc = *cap ? *cap : 8;
     while (nc < need) nc = nc > UINT32_MAX / 2 ? need : 2 * nc;
-    uint32_t *q = realloc(*p, (size_t)nc * sizeof *q);
+    uint32_t *q;
+    int moved = *p && is_inline(b, *p);
+    if (moved) {
+        q = malloc((size_t)nc * sizeof *q);
+        if (q) memcpy(q, *p, (size_t)*cap * sizeof *q);
+    } else {
+        q = realloc(*p, (size_t)nc * sizeof *q);
+    }
     if (!q) {
         b->oom = 1;
         return 0;
     }
-    b->bytes += ((size_t)nc - *cap) * sizeof *q;
+    b->bytes += ((size_t)nc - (moved ? 0 : *cap)) * sizeof *q;
     *p = q;
     *cap = nc;
     return 1;
@@ -325,18 +344,24 @@ static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
         if (b->src[i].origin == origin) return &b->src[i];
     if (b->nsrc == b->capsrc) {
         uint32_t nc = b->capsrc ? 2 * b->capsrc : 2;
-        struct bmg_src *q = realloc(b->src, (size_t)nc * sizeof *q);
+        int moved = is_inline(b, b->src);
+        struct bmg_src *q = moved ? malloc((size_t)nc * sizeof *q) : realloc(b->src, (size_t)nc * sizeof *q);
         if (!q) {
             b->oom = 1;
             return NULL;
         }
-        b->bytes += ((size_t)nc - b->capsrc) * sizeof *q;
+        if (moved) memcpy(q, b->src, (size_t)b->capsrc * sizeof *q);
+        b->bytes += ((size_t)nc - (moved ? 0 : b->capsrc)) * sizeof *q;
         b->src = q;
         b->capsrc = nc;
     }
     struct bmg_src *e = &b->src[b->nsrc++];
     memset(e, 0, sizeof *e);
     e->origin = origin;
+    if (b->nsrc == 1) { /* the first origin keeps the object's own slot */
+        e->have = b->in_have;
+        e->caphave = 8;
+    }
     return e;
 }
 
@@ -373,8 +398,10 @@ static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
     b->epoch = epoch;
     b->origin = origin;
     for (uint32_t i = 0; i < b->nsrc; i++) {
-        b->bytes -= (size_t)b->src[i].caphave * sizeof(uint32_t);
-        free(b->src[i].have);
+        if (b->src[i].have && !is_inline(b, b->src[i].have)) {
+            b->bytes -= (size_t)b->src[i].caphave * sizeof(uint32_t);
+            free(b->src[i].have);
+        }
     }
     b->nsrc = 0;
     struct bmg_src *e = src_of(b, origin);
@@ -401,6 +428,14 @@ bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_call
     b->me = me;
     b->variant = variant;
     b->radix = 4;
+    b->targets = b->in_targets;
+    b->captg = 8;
+    b->stack = b->in_stack;
+    b->capstack = 16;
+    b->nb = b->in_nb;
+    b->capnb = 8;
+    b->src = b->in_src;
+    b->capsrc = 2;
     if (cb) b->cb = *cb;
     b->ctx = ctx;
     b->bytes = sizeof *b;
@@ -411,11 +446,12 @@ void bmg_destroy(bmg_t *b)
 {
     if (!b) return;
     free(b->dead);
-    for (uint32_t i = 0; i < b->nsrc; i++) free(b->src[i].have);
-    free(b->src);
-    free(b->targets);
-    free(b->stack);
-    free(b->nb);
+    for (uint32_t i = 0; i < b->nsrc; i++)
+        if (!is_inline(b, b->src[i].have)) free(b->src[i].have);
+    if (!is_inline(b, b->src)) free(b->src);
+    if (!is_inline(b, b->targets)) free(b->targets);
+    if (!is_inline(b, b->stack)) free(b->stack);
+    if (!is_inline(b, b->nb)) free(b->nb);
     free(b);
 }
 
