@@ -8,8 +8,10 @@ drawn from the seed; the command's own judge decides per run, and the test reads
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,44 @@ def test_exhaust_plans_more_failures_than_spares(grid, spares):
         _phase, _method, kills = faults.plan(c, index)
         nodes = [node for node, _point in kills]
         assert len(set(nodes)) == len(nodes) == layout.nodes - len(layout.initial_map()) + 1
+
+
+def test_leftovers_are_this_runs_only(tmp_path):
+    """A process that outlives its run, and a runtime folder nobody claims, are leftovers; another
+    launch's live folder (named in a live process's environment) is not."""
+    before = faults.runtime_files()
+    mine = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    other = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    env = {**os.environ, "FTSLIDE_FAULTS_RUN": "test.1", "PRTE_MCA_prte_tmpdir_base": str(other)}
+    stray = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        found = faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1")
+        assert f"process {stray.pid}" in found and str(mine) in found and str(other) not in found
+    finally:
+        stray.kill()
+        stray.wait()
+        mine.rmdir()
+        other.rmdir()
+    assert faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1") == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_whole_nodes_on_a_cluster(tmp_path):
+    """--cluster: 12 namespaces, daemons routed along a chain (every node but the last relays); each
+    kill takes the node's daemon with its rank, at an iteration, in a checkpoint, while a spare waits,
+    during the recovery's agreement and state moves, and right after a spare's promotion; mpirun must
+    report one lost daemon per killed node, and the campaign must leave no namespace behind."""
+    phases = ("iteration", "checkpoint", "waiting", "recovery_agree", "recovery_state", "promoted")
+    report = tmp_path / "report.json"
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--cluster", "--runs", str(len(phases)),
+                             "--seed", "3", "--phases", ",".join(phases), "--out", str(report)], cwd=REPO,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
+    assert report.exists(), result.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    bad = [r for r in doc["runs"] if not r["ok"]]
+    assert not bad and result.returncode == 0, json.dumps(bad, indent=1)[:6000]
+    for run in doc["runs"]:
+        assert 0 not in [node for node, _point in run["kills"]], run  # node 0 runs mpirun
+        assert run["daemons_lost"] == len(run["landed"]) > 0, run
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith("ftf")]

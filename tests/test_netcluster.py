@@ -1,4 +1,4 @@
-"""The emulated cluster (ftslide cluster, ftslide run --cluster): real namespaces, veths, tbf, MPI.
+"""The emulated cluster (ftslide cluster, ftslide run --cluster): real namespaces, veths, HTB, MPI.
 
 Every test makes a cluster with a unique name (``t`` + 8 hex digits) and the ``cluster``
 fixture removes it, and any namespace with its prefix, whatever the outcome. Traffic goes
@@ -137,20 +137,36 @@ def test_nodes_reach_each_other_over_the_cluster_network(cluster):
     assert (peer, nbytes) == ("198.18.0.1", 1000)
 
 
-def test_rate_limit_installs_tbf_on_both_ends(cluster):
+def link_classes(netns: str, dev: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", netns, "tc", "class", "show", "dev", dev],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_rate_limit_shapes_both_ends(cluster):
     up(cluster, "--nodes", "2", "--rate", "20mbit")
     for netns, dev in ((f"{cluster}-n0", "eth0"), (f"{cluster}-n1", "eth0"),
                        (f"{cluster}-hub", "n0"), (f"{cluster}-hub", "n1")):
-        shown = subprocess.run(["ip", "netns", "exec", netns, "tc", "qdisc", "show", "dev", dev],
-                               capture_output=True, text=True, check=True).stdout
-        assert re.search(r"qdisc tbf \S+ root .*rate 20Mbit", shown), (netns, dev, shown)
-    # 1 MB at 20 Mbit/s takes 0.4 s (less the 25 kB bucket): the limit is really applied.
+        shown = link_classes(netns, dev)
+        assert re.search(r"class htb 1:1 root rate 20Mbit ceil 20Mbit", shown), (netns, dev, shown)
+        assert re.search(r"class htb 1:10 parent 1:1 prio 0 rate 2Mbit ceil 20Mbit", shown), shown
+        filters = subprocess.run(["ip", "netns", "exec", netns, "tc", "filter", "show", "dev", dev],
+                                 capture_output=True, text=True, check=True).stdout
+        assert "flowid 1:10" in filters and "match 00000000/0000ff80 at 0" in filters, filters
+        details = subprocess.run(["ip", "-n", netns, "-d", "link", "show", dev], capture_output=True, text=True,
+                                 check=True).stdout
+        assert "gso_max_segs 1 " in details, details  # one segment per packet: the shaping is smooth
+    for node in (0, 1):
+        tso = subprocess.run(["ip", "netns", "exec", f"{cluster}-n{node}", "sysctl", "-n",
+                              "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_slow_start_after_idle"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert tso == ["3000", "0"], tso
+    # 1 MB at 20 Mbit/s takes 0.4 s: the limit is really applied.
     _, nbytes, seconds = transfer(cluster, server=1, client=0, size=1_000_000)
     assert nbytes == 1_000_000 and seconds > 0.3, seconds
 
 
 def test_ring_routes_through_the_neighbours(cluster):
-    """ring of 4: node 0 has links to 1 and 3 only, reaches 2 through 1, with tbf on both link ends."""
+    """ring of 4: node 0 has links to 1 and 3 only, reaches 2 through 1, shaped on both link ends."""
     up(cluster, "--nodes", "4", "--topology", "ring", "--rate", "200mbit")
     links = subprocess.run(["ip", "-n", f"{cluster}-n0", "-o", "link", "show"], capture_output=True, text=True,
                            check=True).stdout
@@ -159,9 +175,8 @@ def test_ring_routes_through_the_neighbours(cluster):
                            text=True, check=True).stdout
     assert "via 198.18.0.2 dev l1 src 198.18.0.1" in route, route
     for node, dev in ((0, "l1"), (1, "l0"), (2, "l3"), (3, "l0")):
-        shown = subprocess.run(["ip", "netns", "exec", f"{cluster}-n{node}", "tc", "qdisc", "show", "dev", dev],
-                               capture_output=True, text=True, check=True).stdout
-        assert "rate 200Mbit" in shown, (node, dev, shown)
+        shown = link_classes(f"{cluster}-n{node}", dev)
+        assert "root rate 200Mbit" in shown, (node, dev, shown)
     peer, nbytes, _ = transfer(cluster, server=2, client=0, size=100_000)
     assert (peer, nbytes) == ("198.18.0.1", 100_000)
 

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import FtslideError
 from .native import REPO
@@ -165,20 +165,23 @@ class MpirunTimeout(FtslideError):
 
 def process_stacks(pids: Sequence[int]) -> str:
     """The stacks of ``pids``: every thread's backtrace by ``gdb -batch`` where gdb is installed,
-    else the kernel's view (state and wait channel from /proc)."""
+    else the kernel's view (state and wait channel from /proc). Shells (launch wrappers) get the
+    kernel's view only; an MPI process is named by its rank."""
     parts = []
     gdb = shutil.which("gdb")
     for pid in sorted(pids):
         try:
-            command = (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                       .strip())
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            command = b" ".join(argv).decode(errors="replace").strip()
             state = next((line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                           if line.startswith("State:")), "")
             wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        text = f"== pid {pid}: {command}\n{state}, waiting in {wchan or '-'}\n"
-        if gdb:
+        rank = next((e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"OMPI_COMM_WORLD_RANK=")), None)
+        text = f"== pid {pid}{f' (rank {rank})' if rank else ''}: {command}\n{state}, waiting in {wchan or '-'}\n"
+        if gdb and os.path.basename(argv[0]).decode(errors="replace") not in ("sh", "bash", "dash"):
             try:
                 text += subprocess.run([gdb, "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
                                        capture_output=True, text=True, timeout=30).stdout
@@ -189,11 +192,15 @@ def process_stacks(pids: Sequence[int]) -> str:
 
 
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
-        env: dict[str, str] | None = None, stacks_on_timeout: bool = False) -> subprocess.CompletedProcess[str]:
+        env: dict[str, str] | None = None, stacks_on_timeout: bool = False,
+        wrap: Callable[[list[str]], list[str]] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out
-    (MpirunTimeout; with ``stacks_on_timeout`` its ``stacks`` hold every stuck process's stacks)."""
+    (MpirunTimeout; with ``stacks_on_timeout`` its ``stacks`` hold every stuck process's stacks).
+    ``wrap`` turns the mpirun argv into the one to run (e.g. across an emulated cluster)."""
     ensure_stdin()
     argv = mpirun_argv(prefix, args)
+    if wrap is not None:
+        argv = wrap(argv)
     full_env = launch_environment(prefix)
     full_env.update(env or {})
     name, value = run_marker()

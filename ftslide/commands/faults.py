@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..build.ompi import require_prefix
 from ..errors import FtslideError
+from ..jobmgr import cluster as netcluster
 from ..sliding import faults
 from ..sliding import runtime as stencil
 from ..ui.output import write_text
@@ -36,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run across an emulated cluster (one network namespace per node, created for the "
+                        "campaign and removed after it; root) where every kill takes a whole node, its PRRTE "
+                        "daemon with it, the daemons routing along a chain so that lost nodes relay; node 0 "
+                        "runs mpirun and is spared")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -46,7 +54,8 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
     phases = faults.PHASES if args.phases.strip() == "all" else \
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
-                           seed=args.seed, iterations=args.iterations, timeout=args.timeout)
+                           seed=args.seed, iterations=args.iterations, timeout=args.timeout,
+                           whole_nodes=args.cluster)
 
 
 def kills_text(kills) -> str:
@@ -61,7 +70,20 @@ def run(args: argparse.Namespace) -> int:
         raise FtslideError(f"--out {out}: folder '{out.parent}' does not exist")
     prefix = require_prefix()
     bar = Bar(campaign.runs, "faults", sys.stderr)
-    reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step())
+    if campaign.whole_nodes:
+        nodes = stencil.node_count(campaign.grid, campaign.spares, campaign.methods[0])
+        cluster = netcluster.up(f"ftf{os.getpid() % 100000}", nodes=nodes, slots=1)
+        try:
+            reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step(),
+                                                     wrap=functools.partial(netcluster.job_argv, cluster),
+                                                     env=netcluster.launch_environment())
+        finally:
+            netcluster.down(cluster.name)
+        left = sorted(ns for ns in netcluster.existing_namespaces() if ns.startswith(f"{cluster.name}-"))
+        if left:
+            raise FtslideError(f"namespaces left behind by the campaign's cluster: {', '.join(left)}")
+    else:
+        reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step())
     report = faults.as_json(campaign, reference, records)
     if out is not None:
         write_text(out, json.dumps(report, indent=1) + "\n")
@@ -80,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{s['runs']} runs: {s['recovered']} recovered, {s['out_of_spares']} out of spares, "
               f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['hangs']} hangs, "
               f"{s['wrong_checksums']} wrong checksums, {s['errors']} errors, {s['leftovers']} with leftovers; "
-              f"{s['ok']} as they should be ((!) marks the others)")
+              f"{s['ok']} as they should be ((!) marks the others); {s['kills_landed']} of {s['kills_planned']} "
+              "planned kills landed")
         for r in records:
             if not r.ok:
                 print(f"run {r.index} ({r.phase}, {r.method}, {kills_text(r.kills)}): {r.outcome}: {r.detail}"

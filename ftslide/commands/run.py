@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
         argv = mpirun_argv(prefix, rest)
     else:
         cluster = netcluster.load(name)
-        argv = netcluster.launch_argv(cluster, mpirun_argv(prefix, [*netcluster.mpirun_options(cluster), *rest]))
+        argv = netcluster.job_argv(cluster, mpirun_argv(prefix, rest))
         env.update(netcluster.launch_environment())
     os.execve(argv[0], argv, env)

@@ -18,11 +18,20 @@ that a recovery happens, except where the phase is that first failure):
   (worker or spare, drawn at random) dies at that step of the recovery that follows;
 - ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
 - ``exhaust``: more nodes die, one after another, than there are spares (workers first).
+
+With ``whole_nodes`` (``ftslide faults --cluster``) every run is spread over an emulated cluster, one
+node per namespace, and each kill takes the victim's whole node at its point: the rank SIGKILLs the
+node's PRRTE daemon, then itself (ftslide_killpoint.h, FTSLIDE_KILL_NODE). The daemons route along a
+chain (routing radix 1), so every node but the last relays for the nodes after it; node 0 runs
+mpirun and is never a victim (losing it ends any job).
 """
 
 from __future__ import annotations
 
+import os
 import random
+import re
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,6 +60,12 @@ class Campaign:
     iterations: int = 30
     checkpoint_every: int = 5
     timeout: float = 60.0
+    whole_nodes: bool = False  # kills take whole nodes of an emulated cluster (node 0 spared)
+
+
+LOST_DAEMON = "prterun: lost daemon"  # mpirun's notice per lost node (docs/nodeloss.md)
+# The daemons' routing on a cluster: a chain 0-1-2-..., so that a lost node is a relay (docs/nodeloss.md).
+CLUSTER_MPIRUN_OPTIONS = ("--prtemca", "rml_base_radix", "1")
 
 
 @dataclass
@@ -67,8 +82,10 @@ class RunRecord:
     detail: str = ""
     recoveries: int = 0
     recovery_ms: list[float] = field(default_factory=list)  # total time of each recovery
+    daemons_lost: int = 0  # whole-node runs: nodes whose daemon mpirun reported lost
     leftovers: list[str] = field(default_factory=list)
     stacks: str = ""
+    stderr_tail: str = ""  # the last lines mpirun printed, for runs that are not as they should be
     seconds: float = 0.0
 
 
@@ -97,13 +114,14 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
     phase = campaign.phases[index % len(campaign.phases)]
     method = rng.choice(campaign.methods)
     layout = make_layout(campaign.grid, campaign.spares)
-    workers = list(layout.initial_map())
-    spares = sorted(set(range(layout.nodes)) - set(workers))
+    spared = {0} if campaign.whole_nodes else set()  # node 0 runs mpirun
+    workers = [w for w in layout.initial_map() if w not in spared]
+    spares = sorted(set(range(layout.nodes)) - set(layout.initial_map()) - spared)
     last = campaign.iterations - 2
     first = rng.choice(workers)
     iteration = rng.randint(1, last)
     kills: list[tuple[int, str]] = [(first, f"iter={iteration}")]
-    others = [n for n in range(layout.nodes) if n != first]
+    others = [n for n in range(layout.nodes) if n != first and n not in spared]
     if phase == "simultaneous":
         kills.append((rng.choice([w for w in workers if w != first]), f"iter={iteration}"))
     elif phase == "checkpoint":
@@ -117,12 +135,12 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
             after = compute_map(layout, method, [first])
         except SlideError:
             after = []
-        promoted = sorted(set(after) - set(workers))
+        promoted = sorted(set(after) - set(layout.initial_map()) - spared)
         if promoted:
             kills.append((rng.choice(promoted), "promoted"))
     elif phase == "exhaust":
         victims = [first]  # one more failure than spares; workers first, spares once none is left
-        for _ in range(len(spares)):
+        for _ in range(layout.nodes - len(layout.initial_map())):
             pool = [w for w in workers if w not in victims] or [n for n in others if n not in victims]
             victims.append(rng.choice(pool))
         span = range(1, last + 1)
@@ -175,13 +193,54 @@ def runtime_files() -> set[str]:
     return found
 
 
-def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str) -> None:
+def in_use(paths: set[str]) -> set[str]:
+    """The paths of ``paths`` that a live process still names in its environment or has mapped: the
+    runtime files of other launches on this machine (another campaign, a test suite), not leftovers."""
+    if not paths:
+        return set()
+    needles = {path: path.encode() for path in paths}
+    # a session folder /tmp/prterun.HOST.PID.UID is in use while its prterun lives
+    used = {path for path in paths if (m := re.fullmatch(r".*/prterun\.[^/]+\.(\d+)\.\d+", path))
+            and Path(f"/proc/{m[1]}").exists()}
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (proc_dir / "environ").read_bytes() + (proc_dir / "maps").read_bytes()
+        except OSError:
+            continue
+        used |= {path for path, needle in needles.items() if needle in text}
+    return used
+
+
+def leftovers(before: set[str], marker: str) -> list[str]:
+    """What one run left behind: its processes still alive, and runtime files that appeared during it
+    and that no live process claims."""
+    found = [f"process {pid}" for pid in mpi.processes_with(marker)]
+    new = runtime_files() - before
+    return found + sorted(new - in_use(new))
+
+
+def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
+          whole_nodes: bool = False) -> None:
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
+    if whole_nodes:
+        record.daemons_lost = run.stderr.count(LOST_DAEMON)
+        if record.daemons_lost != len(record.landed):
+            record.outcome = "error"
+            record.detail = (f"{len(record.landed)} nodes killed, mpirun reported {record.daemons_lost} "
+                             "daemons lost")
+            return
     if run.returncode == 0:
-        if run.checksum == reference:
+        # the recoveries agreed on exactly the dead: never a live node, and every node that died
+        # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
+        agreed = set(run.recoveries[-1].failed) if run.recoveries else set()
+        must = {node for node, point in record.landed.items() if point != "waiting"}
+        if run.checksum == reference and must <= agreed <= set(record.landed):
             record.outcome, record.ok = "recovered", True
+        elif run.checksum == reference:
+            record.outcome = "error"
+            record.detail = f"nodes {sorted(record.landed)} died, the recoveries agreed on {sorted(agreed)}"
         else:
             record.outcome, record.detail = "wrong-checksum", f"checksum {run.checksum} != {reference}"
         return
@@ -204,15 +263,28 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
     record.detail = "; ".join(run.errors) or (run.stderr.strip().splitlines() or ["exit " + str(run.returncode)])[-1]
 
 
-def run_campaign(campaign: Campaign, prefix: Path,
-                 progress: Callable[[RunRecord], None] | None = None) -> tuple[str, list[RunRecord]]:
-    """The failure-free checksum and one record per run."""
+def killed_in(log: Path) -> dict[int, str]:
+    """node -> point of the kills a run's kill log holds (a whole node's stderr line dies with it)."""
+    try:
+        return stencil.parse(-1, "", log.read_text()).killed
+    except OSError:
+        return {}
+
+
+def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord], None] | None = None,
+                 wrap: Callable[[list[str]], list[str]] | None = None,
+                 env: dict[str, str] | None = None) -> tuple[str, list[RunRecord]]:
+    """The failure-free checksum and one record per run. ``wrap`` and ``env`` go to every launch
+    (mpi.run): for ``whole_nodes``, what runs the job across the emulated cluster."""
     check(campaign)
     binary = stencil.build(prefix)
     layout = make_layout(campaign.grid, campaign.spares)
+    launch_env = {**(env or {}), **({"FTSLIDE_KILL_NODE": "1"} if campaign.whole_nodes else {})}
+    options = CLUSTER_MPIRUN_OPTIONS if campaign.whole_nodes else ()
     base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
                        iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                       timeout=campaign.timeout, binary=binary)
+                       timeout=campaign.timeout, binary=binary, env=launch_env, wrap=wrap,
+                       mpirun_options=options)
     if base.returncode != 0 or not base.checksum:
         raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
                            f"{(base.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -221,18 +293,27 @@ def run_campaign(campaign: Campaign, prefix: Path,
         phase, method, kills = plan(campaign, index)
         record = RunRecord(index + 1, phase, method, kills)
         before = runtime_files()
+        marker = f"FTSLIDE_FAULTS_RUN={campaign.seed}.{index}.{os.getpid()}"
         started = time.monotonic()
-        try:
-            run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
-                              iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                              timeout=campaign.timeout, binary=binary, stacks_on_timeout=True)
-            judge(record, run, base.checksum, layout, method)
-        except mpi.MpirunTimeout as exc:
-            record.outcome, record.stacks = "hang", exc.stacks
-            record.landed = dict(stencil.parse(-1, exc.stdout, exc.stderr).killed)
-            record.detail = f"no end within {campaign.timeout:g} s"
+        with tempfile.TemporaryDirectory(prefix="ftslide-faults-") as folder:
+            kill_log = Path(folder) / "kills"
+            run_env = {**launch_env, "FTSLIDE_KILL_LOG": str(kill_log), **dict([marker.split("=", 1)])}
+            try:
+                run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
+                                  iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
+                                  timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
+                                  env=run_env, wrap=wrap, mpirun_options=options)
+                run.killed.update(killed_in(kill_log))
+                judge(record, run, base.checksum, layout, method, campaign.whole_nodes)
+                if not record.ok:
+                    record.stderr_tail = "\n".join(run.stderr.splitlines()[-40:])
+            except mpi.MpirunTimeout as exc:
+                record.outcome, record.stacks = "hang", exc.stacks
+                record.stderr_tail = "\n".join(exc.stderr.splitlines()[-40:])
+                record.landed = {**stencil.parse(-1, exc.stdout, exc.stderr).killed, **killed_in(kill_log)}
+                record.detail = f"no end within {campaign.timeout:g} s"
         record.seconds = round(time.monotonic() - started, 2)
-        record.leftovers = sorted(runtime_files() - before)
+        record.leftovers = leftovers(before, marker)
         if record.leftovers:
             record.ok = False
         records.append(record)
@@ -255,6 +336,10 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
         "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),
         "errors": sum(r.outcome == "error" for r in records),
         "leftovers": sum(bool(r.leftovers) for r in records),
+        # a planned kill does not land when the run never reaches its point (a spare promoted before
+        # it could wait, a node left without a rank, a run that ended first)
+        "kills_planned": sum(len(r.kills) for r in records),
+        "kills_landed": sum(len(r.landed) for r in records),
         "phases": phases,
     }
 

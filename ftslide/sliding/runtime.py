@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..build import mpi
 from ..errors import FtslideError
@@ -107,8 +107,12 @@ def node_count(grid: str, spares: str, method: str) -> int:
 
 def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
         n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
-        binary: Path | None = None, stacks_on_timeout: bool = False) -> StencilRun:
-    """Run the example with SIGKILL at the named (node, point) pairs (mpi.MpirunTimeout if it hangs)."""
+        binary: Path | None = None, stacks_on_timeout: bool = False,
+        env: dict[str, str] | None = None, wrap: Callable[[list[str]], list[str]] | None = None,
+        mpirun_options: Sequence[str] = ()) -> StencilRun:
+    """Run the example with SIGKILL at the named (node, point) pairs (mpi.MpirunTimeout if it hangs);
+    ``env`` adds to the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap`` turns
+    the mpirun argv into the one to run (mpi.run)."""
     nodes = node_count(grid, spares, method)
     for node, point in kills:
         if node >= nodes:
@@ -116,10 +120,12 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
     if len({node for node, _ in kills}) != len(kills):
         raise FtslideError("each node can be killed once")
     binary = binary or build(prefix)
-    env = {"FTSLIDE_KILL": ",".join(f"{node}@{point}" for node, point in kills)} if kills else {}
-    result = mpi.run(prefix, ["-np", str(nodes), str(binary), grid, spares, method, str(n), str(iterations),
-                              str(checkpoint_every)], timeout=timeout, env=env,
-                     stacks_on_timeout=stacks_on_timeout)
+    env = dict(env or {})
+    if kills:
+        env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
+    result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes), str(binary), grid, spares, method, str(n),
+                              str(iterations), str(checkpoint_every)], timeout=timeout, env=env,
+                     stacks_on_timeout=stacks_on_timeout, wrap=wrap)
     return parse(result.returncode, result.stdout, result.stderr)
 
 

@@ -15,10 +15,19 @@
  * with no chance to clean up or flush, exactly as if the process were killed from
  * outside. With FTSLIDE_KILL unset a
  * kill point costs one getenv().
+ *
+ * Two more variables, read only when a kill point fires:
+ *   FTSLIDE_KILL_NODE=1   the whole node goes: the rank SIGKILLs its parent first,
+ *                         the node's PRRTE daemon on a multi-node run with one rank
+ *                         per node (never set it where mpirun itself is the parent);
+ *   FTSLIDE_KILL_LOG=FILE the "killed at" line is also appended to FILE, since a
+ *                         line on stderr travels through the daemon and is lost
+ *                         with the node.
  */
 #ifndef FTSLIDE_KILLPOINT_H
 #define FTSLIDE_KILLPOINT_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,8 +50,24 @@ static inline void ftslide_killpoint(int rank, const char *point)
         const char *comma = strchr(entry, ',');
         size_t len = comma ? (size_t)(comma - entry) : strlen(entry);
         if (len == (size_t)n && strncmp(entry, wanted, len) == 0) {
-            fprintf(stderr, "ftslide: rank %d killed at %s\n", rank, point);
+            const char *log = getenv("FTSLIDE_KILL_LOG");
+            const char *node = getenv("FTSLIDE_KILL_NODE");
+            char line[300];
+            int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", rank, point);
+            fputs(line, stderr);
             fflush(NULL);
+            if (log != NULL && *log != '\0') {
+                int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+                if (fd >= 0) {
+                    if (m > 0 && write(fd, line, (size_t)m) < 0) {
+                        /* nothing more to do: the process dies next */
+                    }
+                    close(fd);
+                }
+            }
+            if (node != NULL && strcmp(node, "1") == 0) {
+                kill(getppid(), SIGKILL);
+            }
             kill(getpid(), SIGKILL);
         }
         entry = comma ? comma + 1 : NULL;
