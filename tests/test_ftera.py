@@ -320,3 +320,19 @@ def test_thread_multiple_steps_aside(mpi_prefix, mpi_program):
     assert run.values("rc", range(4)) == {r: "MPI_SUCCESS" for r in range(4)}, run.describe()
     assert run.values("flag", range(4)) == {r: "0xfffffff0" for r in range(4)}, run.describe()
     assert _counters(run.stdout + run.stderr) == [0] * 4, run.describe()
+
+
+def test_new_communicator_learns_earlier_failures(mpi_prefix, mpi_program):
+    """np 3, rank 2 killed at its first agreement message inside MPIX_Comm_shrink (after the failed set was
+    decided without it): the shrunk communicator holds rank 2, which ranks 0 and 1 knew dead before it was
+    registered; on it an ANY_SOURCE receive must report the failure and an Ibarrier must fail, not wait
+    (patch ompi/07; before it the receive waited past the program's 10 s limit 10 times out of 10)."""
+    run = run_program(mpi_prefix, mpi_program("ftera/known_failure_new_comm.c"), 3, kill={2: "ftera_sent_1"},
+                      timeout=90)
+    survivors = [0, 1]
+    assert run.values("shrink", survivors) == {0: "MPI_SUCCESS", 1: "MPI_SUCCESS"}, run.describe()
+    assert run.values("members", survivors) == {0: "0,1,2", 1: "0,1,2"}, run.describe()
+    assert run.values("any_source", survivors) == {r: "MPIX_ERR_PROC_FAILED_PENDING" for r in survivors}, \
+        run.describe()
+    assert run.values("ibarrier", survivors) == {r: "MPIX_ERR_PROC_FAILED" for r in survivors}, run.describe()
+    assert run.values("finished", survivors) == {0: "1", 1: "1"}, run.describe()
