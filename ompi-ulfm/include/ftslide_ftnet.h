@@ -165,6 +165,7 @@ static inline void ftslide_stash_clear(ftslide_stash_t *s)
 
 typedef struct ftslide_out {
     struct ftslide_out *next;
+    int pooled;          /* a node of FTSLIDE_OUT_SMALL bytes, kept for reuse when sent */
     ompi_proc_t *proc;   /* destination */
     void *owner;         /* the module's object (drop_owner) */
     uint32_t dest;       /* the destination as the owner numbers it */
@@ -173,8 +174,16 @@ typedef struct ftslide_out {
     unsigned char bytes[]; /* header, then payload */
 } ftslide_out_t;
 
+/* Header + payload of at most this many bytes go in a node that is kept for
+ * the next message once sent (at most FTSLIDE_OUT_POOL of them), so that the
+ * revoke and the agreement allocate nothing per message once warm. */
+#define FTSLIDE_OUT_SMALL 128
+#define FTSLIDE_OUT_POOL 64
+
 typedef struct ftslide_sendq {
     ftslide_out_t *head, *tail;
+    ftslide_out_t *spare; /* sent small nodes, for reuse */
+    unsigned nspare;
     int draining;
     mca_btl_base_tag_t tag;
     /* fragments: at most this many bytes, header included (0: the BTL's eager
@@ -192,8 +201,17 @@ typedef struct ftslide_sendq {
 static inline ftslide_out_t *ftslide_sendq_push(ftslide_sendq_t *q, ompi_proc_t *proc, void *owner, uint32_t dest,
                                                 const void *hdr, size_t hlen, const void *payload, size_t len)
 {
-    ftslide_out_t *o = malloc(sizeof(*o) + hlen + len);
-    if (NULL == o) return NULL;
+    ftslide_out_t *o;
+    int small = hlen + len <= FTSLIDE_OUT_SMALL;
+    if (small && NULL != q->spare) {
+        o = q->spare;
+        q->spare = o->next;
+        q->nspare--;
+    } else {
+        o = malloc(sizeof(*o) + (small ? FTSLIDE_OUT_SMALL : hlen + len));
+        if (NULL == o) return NULL;
+    }
+    o->pooled = small;
     o->next = NULL;
     o->proc = proc;
     o->owner = owner;
@@ -266,6 +284,19 @@ static inline int ftslide_sendq_transmit(ftslide_sendq_t *q, ftslide_out_t *o)
     return 0;
 }
 
+/* A node off the queue: kept for reuse (small ones, up to FTSLIDE_OUT_POOL)
+ * or freed. */
+static inline void ftslide_sendq_release(ftslide_sendq_t *q, ftslide_out_t *o)
+{
+    if (o->pooled && q->nspare < FTSLIDE_OUT_POOL) {
+        o->next = q->spare;
+        q->spare = o;
+        q->nspare++;
+    } else {
+        free(o);
+    }
+}
+
 /* Send everything queued, running the progress engine while the BTL has no
  * descriptor. Re-entrant calls (from a delivery inside that progress) return
  * at once: the outer call sends what they queued. */
@@ -281,7 +312,7 @@ static inline void ftslide_sendq_drain(ftslide_sendq_t *q)
         }
         q->head = o->next;
         if (NULL == q->head) q->tail = NULL;
-        free(o);
+        ftslide_sendq_release(q, o);
     }
     q->draining = 0;
 }
@@ -295,7 +326,7 @@ static inline void ftslide_sendq_drop_owner(ftslide_sendq_t *q, const void *owne
         if ((*op)->owner == owner && !(q->draining && *op == q->head)) {
             ftslide_out_t *dead = *op;
             *op = dead->next;
-            free(dead);
+            ftslide_sendq_release(q, dead);
         } else {
             q->tail = *op;
             op = &(*op)->next;
@@ -311,6 +342,12 @@ static inline void ftslide_sendq_clear(ftslide_sendq_t *q)
         free(o);
     }
     q->tail = NULL;
+    while (NULL != q->spare) {
+        ftslide_out_t *o = q->spare;
+        q->spare = o->next;
+        free(o);
+    }
+    q->nspare = 0;
 }
 
 /* ---- the failure gate ---------------------------------------------------------------- */

@@ -14,6 +14,10 @@
  *   core send()    --> queued; drive() hands the queue to the BTL
  *   core deliver() --> noted; the FT layer's callback runs after the core call
  *
+ * A channel is set up when its communicator is activated (intra-communicators;
+ * its first broadcast gives it its type), else at the first message; it is
+ * found through the communicator's c_index in O(1).
+ *
  * The core must not be re-entered from its own callbacks, and a BTL send may
  * run the progress engine, which may bring in one of our messages: send()
  * only queues, and a nested drive() returns at once.
@@ -53,7 +57,14 @@
 #include "ftslide_ftnet.h"
 #include "ftslide_killpoint.h"
 
-#define FTBMG_OUT(lvl, ...) opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__)
+/* the arguments (ompi_comm_print_cid() formats a string) are evaluated only
+ * when the output is on: the revoke path runs this at every process */
+#define FTBMG_OUT(lvl, ...)                                                                 \
+    do {                                                                                    \
+        if (opal_output_check_verbosity((lvl), ompi_ftmpi_output_handle)) {                 \
+            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__);     \
+        }                                                                                   \
+    } while (0)
 
 /* on the wire, in front of the core's message */
 typedef struct ftbmg_hdr {
@@ -68,6 +79,7 @@ typedef ftslide_key_t ftbmg_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) *
 
 typedef struct ftbmg_chan {
     struct ftbmg_chan *next;
+    struct ftbmg_chan *sib;    /* next channel of the same live communicator (by_index) */
     ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
     ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
     uint32_t index;            /* the communicator's c_index */
@@ -88,8 +100,17 @@ static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
 static int ftbmg_radix = 0; /* mpi_ft_bmg_radix: 0 = auto (ftbmg_radix_for) */
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
+/* the type of a channel set up before its first broadcast: the first
+ * broadcast of any type claims it (the FT layer sends one payload-less type,
+ * the revoke) */
+#define FTBMG_TYPE_UNSET UINT32_MAX
 static ftslide_gate_t ftbmg_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
 static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
+/* the same by the communicator's c_index (its first channel; others through
+ * sib), so that a message or a revoke finds its channel in O(1) however many
+ * communicators have one */
+static ftbmg_chan_t **by_index = NULL;
+static uint32_t by_index_cap = 0;
 /* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
 static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
 static unsigned detached_next = 0;
@@ -284,12 +305,44 @@ static uint32_t ftbmg_radix_for(const ftbmg_chan_t *c)
     return c->n < 2 ? 2 : c->n;
 }
 
+/* the first channel of comm, if it has one */
+static ftbmg_chan_t *first_chan(const ompi_communicator_t *comm)
+{
+    uint32_t i = (uint32_t) comm->c_index;
+    if (i >= by_index_cap || NULL == by_index[i] || by_index[i]->comm != comm) return NULL;
+    return by_index[i];
+}
+
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
-    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
-        if (c->comm == comm && c->type == type) return c;
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        if (c->type == type) return c;
+    }
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        if (c->type == FTBMG_TYPE_UNSET) {
+            c->type = type;
+            return c;
+        }
     }
     return NULL;
+}
+
+/* enter c (a channel of a live communicator) in by_index; -1 out of memory */
+static int index_chan(ftbmg_chan_t *c)
+{
+    uint32_t i = c->index;
+    if (i >= by_index_cap) {
+        uint32_t cap = by_index_cap ? by_index_cap : 64;
+        while (cap <= i) cap *= 2;
+        ftbmg_chan_t **grown = realloc(by_index, cap * sizeof(*grown));
+        if (NULL == grown) return -1;
+        memset(grown + by_index_cap, 0, (cap - by_index_cap) * sizeof(*grown));
+        by_index = grown;
+        by_index_cap = cap;
+    }
+    c->sib = first_chan(c->comm);
+    by_index[i] = c;
+    return 0;
 }
 
 static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
@@ -319,6 +372,10 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
         return NULL;
     }
     if (ftbmg_lean) (void) bmg_set_radix(c->b, ftbmg_radix_for(c));
+    if (0 != index_chan(c)) {
+        destroy_chan(c);
+        return NULL;
+    }
     feed_known_failures(c);
     c->next = chans;
     chans = c;
@@ -437,10 +494,8 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
 static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
     ftbmg_gate.events++;
-    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
-        if (c->comm == comm) {
-            (void) bmg_failure(c->b, chan_pos(c, rank, remote));
-        }
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        (void) bmg_failure(c->b, chan_pos(c, rank, remote));
     }
     if (&ompi_mpi_comm_world.comm == comm) {
         /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
@@ -495,6 +550,9 @@ int ompi_comm_ftbmg_finalize(void)
         if (NULL != detached[i]) destroy_chan(detached[i]);
         detached[i] = NULL;
     }
+    free(by_index);
+    by_index = NULL;
+    by_index_cap = 0;
     ftslide_stash_clear(&stash);
     ftslide_sendq_clear(&ftbmg_q);
     ftbmg_inited = 0;
@@ -529,7 +587,15 @@ static void replay_one(void *ctx, const void *bytes, size_t len)
 
 void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
 {
-    if (!ftbmg_inited || NULL == stash.head) return;
+    if (!ftbmg_inited) return;
+    /* Set the channel up now, while the communicator is being created (which
+     * costs collectives anyway), rather than on the revoke's path: the
+     * revoking process would pay it before its first message and every other
+     * process before it forwards and delivers. Intra-communicators; the first
+     * broadcast claims it (FTBMG_TYPE_UNSET); a channel never used goes when
+     * the communicator does. */
+    if (!OMPI_COMM_IS_INTER(comm) && NULL == first_chan(comm)) (void) get_chan(comm, FTBMG_TYPE_UNSET);
+    if (NULL == stash.head) return;
     ftbmg_key_t k = key_of(comm);
     /* a name freed before and now live again (not expected: epochs differ) */
     ftslide_freed_forget(&freed, &k);
@@ -540,6 +606,11 @@ void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
 void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
 {
     if (!ftbmg_inited) return;
+    if (NULL == first_chan(comm)) { /* never broadcast on: nothing but its name to keep */
+        ftslide_freed_add(&freed, key_of(comm));
+        return;
+    }
+    by_index[comm->c_index] = NULL;
     ftbmg_chan_t **cp = &chans;
     while (NULL != *cp) {
         ftbmg_chan_t *c = *cp;

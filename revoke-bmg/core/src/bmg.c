@@ -27,6 +27,7 @@
 #define BMG_WIRE_MAGIC 0xB6u
 #define BMG_WIRE_VERSION 2u /* 2: the lean tree is rooted at each message's origin */
 #define BMG_MSG_BCAST 1u
+#define BMG_INLINE 16u /* entries of the rank arrays kept inside the object */
 
 struct bmg {
     uint32_t n, me;
@@ -52,11 +53,11 @@ struct bmg {
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
     uint32_t *nb, capnb;              /* scratch: tree neighbours of one vertex (lean) */
     uint32_t radix;                   /* lean: the tree is k-nomial with k = radix (default 4) */
-    /* First storage of the arrays above, inside the object: a revoke on one
-     * node (every rank a neighbour of the origin, one origin) allocates
-     * nothing more than the object itself. grow() moves an array to the heap
-     * when it outgrows its slot. */
-    uint32_t in_targets[8], in_stack[16], in_nb[8], in_have[8];
+    /* First storage of the arrays above, inside the object: a revoke among
+     * up to 17 ranks (every rank a neighbour of the origin on one node, one
+     * origin) allocates nothing more than the object itself. grow() moves an
+     * array to the heap when it outgrows its slot. */
+    uint32_t in_targets[BMG_INLINE], in_stack[16], in_nb[BMG_INLINE], in_have[BMG_INLINE];
     struct bmg_src in_src[2];
 };
 
@@ -360,7 +361,7 @@ static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
     e->origin = origin;
     if (b->nsrc == 1) { /* the first origin keeps the object's own slot */
         e->have = b->in_have;
-        e->caphave = 8;
+        e->caphave = BMG_INLINE;
     }
     return e;
 }
@@ -429,11 +430,11 @@ bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_call
     b->variant = variant;
     b->radix = 4;
     b->targets = b->in_targets;
-    b->captg = 8;
+    b->captg = BMG_INLINE;
     b->stack = b->in_stack;
     b->capstack = 16;
     b->nb = b->in_nb;
-    b->capnb = 8;
+    b->capnb = BMG_INLINE;
     b->src = b->in_src;
     b->capsrc = 2;
     if (cb) b->cb = *cb;
