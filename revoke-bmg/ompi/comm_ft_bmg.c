@@ -78,7 +78,6 @@ typedef struct ftbmg_hdr {
 typedef ftslide_key_t ftbmg_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
 
 typedef struct ftbmg_chan {
-    struct ftbmg_chan *next;
     struct ftbmg_chan *sib;    /* next channel of the same live communicator (by_index) */
     ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
     ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
@@ -105,10 +104,9 @@ static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
  * the revoke) */
 #define FTBMG_TYPE_UNSET UINT32_MAX
 static ftslide_gate_t ftbmg_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
-static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
-/* the same by the communicator's c_index (its first channel; others through
- * sib), so that a message or a revoke finds its channel in O(1) however many
- * communicators have one */
+/* channels of live communicators, by the communicator's c_index (its first
+ * channel; others through sib), so that a message, a revoke, a failure or a
+ * free finds a communicator's channels in O(1) however many have one */
 static ftbmg_chan_t **by_index = NULL;
 static uint32_t by_index_cap = 0;
 /* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
@@ -377,8 +375,6 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
         return NULL;
     }
     feed_known_failures(c);
-    c->next = chans;
-    chans = c;
     return c;
 }
 
@@ -541,10 +537,12 @@ int ompi_comm_ftbmg_finalize(void)
               ftbmg_ndelivered, ftbmg_nstashed, ftbmg_ndropped);
     ftslide_gate_close(&ftbmg_gate);
     /* else someone hooked after us and still calls us: leave the chain */
-    while (NULL != chans) {
-        ftbmg_chan_t *c = chans;
-        chans = c->next;
-        destroy_chan(c);
+    for (uint32_t i = 0; i < by_index_cap; i++) {
+        while (NULL != by_index[i]) {
+            ftbmg_chan_t *c = by_index[i];
+            by_index[i] = c->sib;
+            destroy_chan(c);
+        }
     }
     for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
         if (NULL != detached[i]) destroy_chan(detached[i]);
@@ -606,32 +604,28 @@ void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
 void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
 {
     if (!ftbmg_inited) return;
-    if (NULL == first_chan(comm)) { /* never broadcast on: nothing but its name to keep */
+    if (NULL == first_chan(comm)) { /* no channel (never broadcast on, not set up): only its name to keep */
         ftslide_freed_add(&freed, key_of(comm));
         return;
     }
+    ftbmg_chan_t *c = by_index[comm->c_index];
     by_index[comm->c_index] = NULL;
-    ftbmg_chan_t **cp = &chans;
-    while (NULL != *cp) {
-        ftbmg_chan_t *c = *cp;
-        if (c->comm != comm) {
-            cp = &c->next;
-            continue;
-        }
-        *cp = c->next;
+    while (NULL != c) {
+        ftbmg_chan_t *next = c->sib;
+        c->sib = NULL;
         if (0 == bmg_epoch(c->b)) {
             destroy_chan(c);
-            continue;
+        } else {
+            /* It delivered: peers may still need it to forward (the lean
+             * variant bypasses a vertex that dies later; a peer may not have
+             * the revoke yet). Detach it from the communicator and keep it,
+             * the last FTBMG_DETACHED_MAX of them (the oldest goes). */
+            c->comm = NULL;
+            if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
+            detached[detached_next] = c;
+            detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
         }
-        /* It delivered: peers may still need it to forward (the lean variant
-         * bypasses a vertex that dies later; a peer may not have the revoke
-         * yet). Detach it from the communicator and keep it, the last
-         * FTBMG_DETACHED_MAX of them (the oldest goes). */
-        c->comm = NULL;
-        c->next = NULL;
-        if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
-        detached[detached_next] = c;
-        detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
+        c = next;
     }
     ftslide_freed_add(&freed, key_of(comm));
 }
