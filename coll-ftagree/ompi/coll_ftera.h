@@ -99,6 +99,7 @@ struct mca_coll_ftera_request_t {
     era_op_t op;                     /* how contributions combine */
     uint32_t *acked;                 /* acknowledged ranks, read at the call (freed at start) */
     uint32_t nacked;
+    uint32_t acked_inline[8];        /* acked's storage for up to 8 ranks (no allocation) */
     mca_coll_ftera_request_t *qnext; /* FIFO of agreements waiting to start */
 };
 OBJ_CLASS_DECLARATION(mca_coll_ftera_request_t);

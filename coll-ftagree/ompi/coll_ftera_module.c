@@ -368,6 +368,13 @@ static void ftera_handed(ftslide_out_t *o, size_t fragments)
 /* Start r's agreement in the core; r becomes m's current request. */
 static void feed_known_failures(mca_coll_ftera_module_t *m);
 
+/* r's acknowledged ranks are no longer needed (the core copied them) */
+static void release_acked(mca_coll_ftera_request_t *r)
+{
+    if (r->acked != r->acked_inline) free(r->acked);
+    r->acked = NULL;
+}
+
 static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
 {
     feed_known_failures(m);
@@ -376,8 +383,7 @@ static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
     m->t_failure_ns = 0;
     int rc = era_start_op(m->era, r->op, r->flag, r->acked, r->nacked, &inst);
     uint32_t nacked = r->nacked;
-    free(r->acked);
-    r->acked = NULL;
+    release_acked(r);
     if (ERA_OK != rc) {
         return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
     }
@@ -477,8 +483,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
 /* Complete a request that never reached the core (or cannot finish). */
 static void ftera_fail_request(mca_coll_ftera_request_t *r, int err)
 {
-    free(r->acked);
-    r->acked = NULL;
+    release_acked(r);
     r->module = NULL;
     r->super.req_status.MPI_ERROR = err;
     ompi_request_complete(&r->super, true);
@@ -683,32 +688,32 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     if (NULL == m->era || NULL == m->comm) {
         return MPI_ERR_INTERN;
     }
-    /* the failures this caller acknowledges (agree) or knows of (shrink) */
-    uint32_t *acked = NULL;
-    uint32_t nacked = 0;
+    mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
+    if (NULL == r) {
+        return MPI_ERR_NO_MEM;
+    }
+    /* the failures this caller acknowledges (agree) or knows of (shrink), as
+     * ranks of comm; a few of them need no allocation */
     int gsize = (NULL != group && NULL != *group) ? ompi_group_size(*group) : 0;
     if (gsize > 0) {
-        int *in = malloc(2 * (size_t) gsize * sizeof(int));
-        acked = malloc((size_t) gsize * sizeof(uint32_t));
-        if (NULL == in || NULL == acked) {
-            free(in);
-            free(acked);
+        int in_small[32];
+        int *in = gsize <= 16 ? in_small : malloc(2 * (size_t) gsize * sizeof(int));
+        r->acked = gsize <= 8 ? r->acked_inline : malloc((size_t) gsize * sizeof(uint32_t));
+        if (NULL == in || NULL == r->acked) {
+            if (in != in_small) free(in);
+            release_acked(r);
+            OBJ_RELEASE(r);
             return MPI_ERR_NO_MEM;
         }
         for (int i = 0; i < gsize; i++) in[i] = i;
         ompi_group_translate_ranks(*group, gsize, in, comm->c_local_group, in + gsize);
         for (int i = 0; i < gsize; i++) {
-            int r = in[gsize + i];
-            if (MPI_UNDEFINED != r && r >= 0 && r < ompi_comm_size(comm)) acked[nacked++] = (uint32_t) r;
+            int rk = in[gsize + i];
+            if (MPI_UNDEFINED != rk && rk >= 0 && rk < ompi_comm_size(comm)) r->acked[r->nacked++] = (uint32_t) rk;
         }
-        free(in);
+        if (in != in_small) free(in);
     }
 
-    mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
-    if (NULL == r) {
-        free(acked);
-        return MPI_ERR_NO_MEM;
-    }
     OMPI_REQUEST_INIT(&r->super, false);
     r->super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.req_type = OMPI_REQUEST_COLL;
@@ -725,8 +730,6 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->outgroup = grp_update ? group : NULL;
     r->op = eop;
     r->flag = ftera_encode(eop, *(int *) contrib);
-    r->acked = acked;
-    r->nacked = nacked;
 
     OBJ_RETAIN(r); /* the module's reference, dropped at completion */
     if (NULL != m->req) {
