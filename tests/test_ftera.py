@@ -266,8 +266,10 @@ def test_communicator_churn(mpi_prefix, mpi_program):
     assert run.returncode == 0, run.describe()
     assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
     assert run.values("finished", range(5)) == {r: "1" for r in range(5)}
-    # 100 x (1 + 3) agreements, 50 x 1 more before the free, plus the shrink inside MPI_Finalize
-    assert sorted(_counters(run.stdout + run.stderr)) == [451] * 5, run.describe()
+    # 100 x (1 + 3) agreements, 50 x 1 more before the free, plus the shrink inside MPI_Finalize: its agreement on
+    # the failed set and the three of Open MPI's context-id allocation (MAX, MIN, and the MIN of the activation),
+    # all ours since ftera decides MAX and MIN too
+    assert sorted(_counters(run.stdout + run.stderr)) == [454] * 5, run.describe()
 
 
 @pytest.mark.parametrize("tree,late", [("knomial4", 0), ("binomial", 2)])
@@ -304,7 +306,9 @@ def test_several_iagree_in_flight(mpi_prefix, mpi_program, which):
     assert run.returncode == 0, run.describe()
     assert run.values("bad", range(5)) == {r: "0" for r in range(5)}, run.describe()
     counts = _counters(run.stdout + run.stderr)
-    assert counts == ([101] * 5 if which == "ours" else []), run.describe()
+    # 20 x 5 agreements, plus the 4 of the shrink inside MPI_Finalize (failed set, then the context-id
+    # allocation's MAX, MIN and activation MIN)
+    assert counts == ([104] * 5 if which == "ours" else []), run.describe()
 
 
 def test_thread_multiple_steps_aside(mpi_prefix, mpi_program):
@@ -316,3 +320,19 @@ def test_thread_multiple_steps_aside(mpi_prefix, mpi_program):
     assert run.values("rc", range(4)) == {r: "MPI_SUCCESS" for r in range(4)}, run.describe()
     assert run.values("flag", range(4)) == {r: "0xfffffff0" for r in range(4)}, run.describe()
     assert _counters(run.stdout + run.stderr) == [0] * 4, run.describe()
+
+
+def test_new_communicator_learns_earlier_failures(mpi_prefix, mpi_program):
+    """np 3, rank 2 killed at its first agreement message inside MPIX_Comm_shrink (after the failed set was
+    decided without it): the shrunk communicator holds rank 2, which ranks 0 and 1 knew dead before it was
+    registered; on it an ANY_SOURCE receive must report the failure and an Ibarrier must fail, not wait
+    (patch ompi/07; before it the receive waited past the program's 10 s limit 10 times out of 10)."""
+    run = run_program(mpi_prefix, mpi_program("ftera/known_failure_new_comm.c"), 3, kill={2: "ftera_sent_1"},
+                      timeout=90)
+    survivors = [0, 1]
+    assert run.values("shrink", survivors) == {0: "MPI_SUCCESS", 1: "MPI_SUCCESS"}, run.describe()
+    assert run.values("members", survivors) == {0: "0,1,2", 1: "0,1,2"}, run.describe()
+    assert run.values("any_source", survivors) == {r: "MPIX_ERR_PROC_FAILED_PENDING" for r in survivors}, \
+        run.describe()
+    assert run.values("ibarrier", survivors) == {r: "MPIX_ERR_PROC_FAILED" for r in survivors}, run.describe()
+    assert run.values("finished", survivors) == {0: "1", 1: "1"}, run.describe()

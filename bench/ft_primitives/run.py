@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide import mpi  # noqa: E402
+from ftslide.build import mpi  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.build.ompi import require_prefix  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
@@ -41,6 +41,8 @@ MODULE_SETS = {
              "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
     "ours-binomial": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
                       "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
+    "ours-radix4": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
+                    "--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_bmg_radix", "4"],
     "ours-flood": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
                    "--mca", "mpi_ft_reliable_bcast", "ftslide_flood"],
     "ours-uniform": ["--mca", "coll_ftera_mode", "uniform", "--mca", "coll_ftera_tree", "knomial4",

@@ -85,6 +85,8 @@ typedef struct mca_coll_ftera_module_t {
     uint64_t req_inst;
     int decided;                   /* the core called decide() since the last check */
     uint64_t failures_seen;        /* failure_clock() at the last scan (UINT64_MAX: none yet) */
+    uint64_t t_start_ns;           /* the current instance's start (breakdown counters) */
+    uint64_t t_failure_ns;         /* first failure fed while it runs (0: none yet) */
 } mca_coll_ftera_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_ftera_module_t);
 
@@ -93,9 +95,11 @@ struct mca_coll_ftera_request_t {
     mca_coll_ftera_module_t *module; /* NULL once completed */
     int *contrib;                    /* where the decided flag goes */
     ompi_group_t **outgroup;         /* NULL, or where the agreed failed group goes */
-    uint64_t flag;                   /* contribution, read at the call */
+    uint64_t flag;                   /* contribution, read at the call, encoded for op */
+    era_op_t op;                     /* how contributions combine */
     uint32_t *acked;                 /* acknowledged ranks, read at the call (freed at start) */
     uint32_t nacked;
+    uint32_t acked_inline[8];        /* acked's storage for up to 8 ranks (no allocation) */
     mca_coll_ftera_request_t *qnext; /* FIFO of agreements waiting to start */
 };
 OBJ_CLASS_DECLARATION(mca_coll_ftera_request_t);
@@ -122,6 +126,16 @@ int mca_coll_ftera_finalize(void);
 /* counters, printed at verbose >= 1 when the component closes */
 extern uint64_t mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nrecv,
     mca_coll_ftera_nfailures, mca_coll_ftera_nstashed, mca_coll_ftera_nfragments;
+
+/* breakdown counters, MPI_T performance variables coll_ftera_<name> (registered
+ * in coll_ftera_component.c; bench/ft_primitives/phases.py reads them):
+ * instances started with another op than AND (Open MPI's internal MAX/MIN
+ * allreduces), calls handed to the next agreement module, instances decided
+ * with MPI_ERR_PROC_FAILED, nanoseconds from each instance's start to its
+ * decision here, and from its start to the first failure reported to it while
+ * it ran (the wait for the failure detector) */
+extern unsigned long long mca_coll_ftera_pv_minmax, mca_coll_ftera_pv_fallbacks, mca_coll_ftera_pv_proc_failed,
+    mca_coll_ftera_pv_agree_ns, mca_coll_ftera_pv_detect_ns;
 
 END_C_DECLS
 

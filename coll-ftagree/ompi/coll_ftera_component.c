@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
@@ -86,6 +87,15 @@ static void register_int(const char *name, int default_value, int level, mca_bas
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, scope, storage);
 }
 
+static void register_counter(const char *name, const char *description, unsigned long long *storage)
+{
+    (void) mca_base_pvar_register("ompi", "coll", "ftera", name, description, OPAL_INFO_LVL_4,
+                                  MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                  MCA_BASE_VAR_BIND_NO_OBJECT,
+                                  MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+                                  storage);
+}
+
 static int ftera_register(void)
 {
     int rc;
@@ -120,6 +130,19 @@ static int ftera_register(void)
         "Verbosity of the ftera component: 0 silent, 1 counters at finalize, 10 every agreement and the "
         "tree of each communicator, 20 failures and stashed messages, 30 every message",
         &mca_coll_ftera_verbose);
+    register_counter("instances", "Agreements this process started in ftera's core (every operation)",
+                     (unsigned long long *) &mca_coll_ftera_nagree);
+    register_counter("minmax", "Of them, agreements with MPI_BOR, MPI_MAX or MPI_MIN (Open MPI's fault-tolerant "
+                     "allreduces of the context-id allocation of MPIX_Comm_shrink and MPI_Finalize)",
+                     &mca_coll_ftera_pv_minmax);
+    register_counter("fallbacks", "Agreement calls ftera handed to the next agreement module (other datatypes, "
+                     "counts or operations)", &mca_coll_ftera_pv_fallbacks);
+    register_counter("proc_failed", "Agreements decided here with MPI_ERR_PROC_FAILED",
+                     &mca_coll_ftera_pv_proc_failed);
+    register_counter("agree_ns", "Nanoseconds from the start of each agreement to its decision here, summed",
+                     &mca_coll_ftera_pv_agree_ns);
+    register_counter("detect_ns", "Nanoseconds from the start of each agreement to the first failure reported "
+                     "to it while it ran (the wait for the failure detector), summed", &mca_coll_ftera_pv_detect_ns);
     return OMPI_SUCCESS;
 }
 

@@ -30,6 +30,7 @@
 #include "ompi_config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "opal/util/output.h"
 
 #include "ompi/communicator/communicator.h"
+#include "ompi/communicator/ft/bmg/ftslide_ftnet.h"
 #include "ompi/communicator/ft/bmg/ftslide_killpoint.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/errhandler/errhandler.h"
@@ -67,25 +69,24 @@
 
 uint64_t mca_coll_ftera_nagree = 0, mca_coll_ftera_nsent = 0, mca_coll_ftera_nrecv = 0,
          mca_coll_ftera_nfailures = 0, mca_coll_ftera_nstashed = 0, mca_coll_ftera_nfragments = 0;
+unsigned long long mca_coll_ftera_pv_minmax = 0, mca_coll_ftera_pv_fallbacks = 0, mca_coll_ftera_pv_proc_failed = 0,
+                   mca_coll_ftera_pv_agree_ns = 0, mca_coll_ftera_pv_detect_ns = 0;
 
 /* ------------------------------------------------------------------------ */
 /* global state                                                             */
 
 static int ftera_inited = 0;
 static mca_coll_ftera_module_t *ftera_modules = NULL; /* live modules */
-static ompi_comm_rank_failure_callback_t *ftera_prev_failure_cb = NULL;
-static int ftera_failure_hooked = 0;
-static uint64_t ftera_failure_events = 0; /* failure callbacks received */
+static ftslide_gate_t ftera_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
 
-/* outgoing queue: filled by the core's send(), emptied by drive() */
-typedef struct ftera_out {
-    struct ftera_out *next;
-    mca_coll_ftera_module_t *module;
-    uint32_t dest;
-    mca_coll_ftera_wire_hdr_t hdr; /* msg_id and total set; offset per fragment */
-    size_t len, sent;              /* core message length, bytes handed to the BTL so far */
-    unsigned char bytes[];         /* core message */
-} ftera_out_t;
+/* outgoing queue (ftslide_ftnet.h): filled by the core's send(), emptied by
+ * drive(); each message is the wire header (msg_id and total set, offset per
+ * fragment) and the core's bytes */
+static void ftera_set_offset(unsigned char *hdr, size_t offset);
+static void ftera_unreachable(ftslide_out_t *o);
+static void ftera_handed(ftslide_out_t *o, size_t fragments);
+static ftslide_sendq_t ftera_q = {.tag = MCA_COLL_FTERA_BTL_TAG, .set_offset = ftera_set_offset,
+                                  .unreachable = ftera_unreachable, .handed = ftera_handed};
 static uint32_t next_msg_id = 0;
 
 /* fragments of messages not complete yet, by (communicator, sender, msg_id) */
@@ -99,26 +100,27 @@ static ftera_partial_t *partials = NULL;
 /* a message announcing more than this is malformed (a core message grows
  * with the failures: 60 + 12n bytes at most for n ranks) */
 #define FTERA_MAX_MESSAGE (64u << 20)
-static ftera_out_t *out_head = NULL, *out_tail = NULL;
 static int in_drive = 0;
 
-/* messages for communicators not set up here yet */
-typedef struct ftera_stash {
-    struct ftera_stash *next;
-    mca_coll_ftera_wire_hdr_t hdr;
-    size_t len;
-    unsigned char bytes[]; /* core message (no header) */
-} ftera_stash_t;
-static ftera_stash_t *stash_head = NULL;
-
-/* communicators freed here: late messages for them are dropped */
+/* messages for communicators not set up here yet (wire header + core
+ * message), and the names of the last communicators freed here */
+static ftslide_stash_t stash = {.max = 0};
 #define FTERA_FREED_RING 64
-static struct {
-    uint64_t cid_base, cid_sub;
-    uint32_t epoch;
-    int used;
-} freed_ring[FTERA_FREED_RING];
-static unsigned freed_next = 0;
+static ftslide_key_t freed_keys[FTERA_FREED_RING];
+static unsigned char freed_used[FTERA_FREED_RING];
+static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = FTERA_FREED_RING};
+
+static ftslide_key_t key_of_hdr(const mca_coll_ftera_wire_hdr_t *h)
+{
+    ftslide_key_t k = {.cid_base = h->cid_base, .cid_sub = h->cid_sub, .epoch = h->epoch};
+    return k;
+}
+
+static ftslide_key_t key_of_module(const mca_coll_ftera_module_t *m)
+{
+    ftslide_key_t k = {.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch};
+    return k;
+}
 
 static void drive(void);
 
@@ -126,6 +128,53 @@ static void drive(void);
 static int hdr_is_for(const mca_coll_ftera_wire_hdr_t *hdr, const mca_coll_ftera_module_t *m)
 {
     return hdr->cid_base == m->cid_base && hdr->cid_sub == m->cid_sub && hdr->epoch == m->epoch;
+}
+
+static uint64_t ftera_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* A failure was fed to m's core: the first one during an agreement ends the
+ * wait for the failure detector (breakdown counter detect_ns). */
+static void note_failure(mca_coll_ftera_module_t *m)
+{
+    if (NULL != m->req && 0 == m->t_failure_ns) {
+        m->t_failure_ns = ftera_now_ns();
+    }
+}
+
+/* MPI ops the core decides on one int, and how an int is carried in the
+ * core's 64-bit flag: AND with the high half set (so the core's AND leaves it
+ * alone), OR as is, MAX and MIN with the sign bit flipped (the order of
+ * signed ints becomes that of unsigned ones). */
+static int ftera_op_of(const ompi_op_t *op, era_op_t *out)
+{
+    if (&ompi_mpi_op_band.op == op) *out = ERA_OP_BAND;
+    else if (&ompi_mpi_op_bor.op == op) *out = ERA_OP_BOR;
+    else if (&ompi_mpi_op_max.op == op) *out = ERA_OP_MAX;
+    else if (&ompi_mpi_op_min.op == op) *out = ERA_OP_MIN;
+    else return 0;
+    return 1;
+}
+
+static uint64_t ftera_encode(era_op_t op, int value)
+{
+    uint32_t v = (uint32_t) value;
+    switch (op) {
+    case ERA_OP_BAND: return 0xffffffff00000000ull | v;
+    case ERA_OP_MAX:
+    case ERA_OP_MIN: return (uint64_t) (v ^ 0x80000000u);
+    default: return (uint64_t) v;
+    }
+}
+
+static int ftera_decode(era_op_t op, uint64_t flag)
+{
+    uint32_t v = (uint32_t) (flag & 0xffffffffu);
+    return (int) ((ERA_OP_MAX == op || ERA_OP_MIN == op) ? (v ^ 0x80000000u) : v);
 }
 
 static double ftera_now_ms(void)
@@ -195,11 +244,7 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
         while (*pp && *pp != m) pp = &(*pp)->next;
         if (*pp) *pp = m->next;
         m->registered = 0;
-        freed_ring[freed_next].cid_base = m->cid_base;
-        freed_ring[freed_next].cid_sub = m->cid_sub;
-        freed_ring[freed_next].epoch = m->epoch;
-        freed_ring[freed_next].used = 1;
-        freed_next = (freed_next + 1) % FTERA_FREED_RING;
+        ftslide_freed_add(&freed, key_of_module(m));
     }
     /* drop partly received messages for this communicator */
     ftera_partial_t **pp = &partials;
@@ -213,18 +258,7 @@ static void ftera_module_destruct(mca_coll_ftera_module_t *m)
         }
     }
     /* drop queued messages of this module */
-    ftera_out_t **op = &out_head;
-    out_tail = NULL;
-    while (*op) {
-        if ((*op)->module == m) {
-            ftera_out_t *dead = *op;
-            *op = dead->next;
-            free(dead);
-        } else {
-            out_tail = *op;
-            op = &(*op)->next;
-        }
-    }
+    ftslide_sendq_drop_owner(&ftera_q, m);
     if (NULL != m->era) {
         era_destroy(m->era);
         m->era = NULL;
@@ -279,22 +313,13 @@ static int ftera_request_cancel(ompi_request_t *req, int complete)
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
-    ftera_out_t *o = malloc(sizeof(*o) + len);
-    if (NULL == o) {
+    mca_coll_ftera_wire_hdr_t hdr = {.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
+                                     .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
+                                     .total = (uint32_t) len};
+    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) dest);
+    if (NULL == ftslide_sendq_push(&ftera_q, peer, m, dest, &hdr, sizeof(hdr), msg, len)) {
         opal_output(0, "coll:ftera: out of memory queueing a message to rank %u; it is lost", dest);
-        return;
     }
-    o->hdr = (mca_coll_ftera_wire_hdr_t){.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
-                                         .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
-                                         .total = (uint32_t) len};
-    memcpy(o->bytes, msg, len);
-    o->len = len;
-    o->sent = 0;
-    o->dest = dest;
-    o->module = m;
-    o->next = NULL;
-    if (out_tail) out_tail->next = o; else out_head = o;
-    out_tail = o;
 }
 
 static void core_decide(void *ctx, const era_result_t *res)
@@ -312,93 +337,58 @@ static const era_callbacks_t core_callbacks = {.send = core_send, .decide = core
 /* ------------------------------------------------------------------------ */
 /* transport                                                                 */
 
-static void ftera_sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                          struct mca_btl_base_descriptor_t *des, int status)
+/* Transport (ftslide_ftnet.h's send queue): a fragment's header carries its
+ * offset; a peer without an endpoint is reported to the core as failed. */
+static void ftera_set_offset(unsigned char *hdr, size_t offset)
 {
-    (void) btl;
-    (void) ep;
-    (void) des;
-    (void) status;
+    uint32_t off = (uint32_t) offset;
+    memcpy(hdr + offsetof(mca_coll_ftera_wire_hdr_t, offset), &off, sizeof(off));
 }
 
-/* Send one queued message, in fragments of at most the BTL's eager limit (or
- * coll_ftera_fragment_size). Returns 0 when it is gone (sent, or the peer is
- * unreachable and has been reported to the core as failed), 1 when the BTL
- * has no descriptor right now (try again after progress; the fragments sent
- * so far are not sent again). */
-static int transmit(ftera_out_t *o)
+static void ftera_unreachable(ftslide_out_t *o)
 {
-    mca_coll_ftera_module_t *m = o->module;
-    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) o->dest);
-    mca_bml_base_endpoint_t *ep = (NULL == peer) ? NULL : mca_bml_base_get_endpoint(peer);
-    mca_bml_base_btl_t *bml_btl = NULL;
-
-    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
-        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
-    }
-    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
-        /* no way to reach it: treat as failed */
-        FTERA_OUT(20, "coll:ftera: comm %s: no endpoint for rank %u, taken as failed",
-                  ompi_comm_print_cid(m->comm), o->dest);
-        mca_coll_ftera_nfailures++;
-        era_failure(m->era, o->dest);
-        return 0;
-    }
-    mca_btl_base_module_t *btl = bml_btl->btl;
-    size_t limit = btl->btl_eager_limit;
-    if (mca_coll_ftera_fragment_size > 0 && (size_t) mca_coll_ftera_fragment_size < limit) {
-        limit = (size_t) mca_coll_ftera_fragment_size;
-    }
-    size_t room = limit - sizeof(mca_coll_ftera_wire_hdr_t);
-    do {
-        size_t chunk = o->len - o->sent < room ? o->len - o->sent : room;
-        size_t size = sizeof(mca_coll_ftera_wire_hdr_t) + chunk;
-        mca_btl_base_descriptor_t *des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, size,
-                                                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-        if (NULL == des) {
-            return 1;
-        }
-        o->hdr.offset = (uint32_t) o->sent;
-        unsigned char *seg = des->des_segments[0].seg_addr.pval;
-        memcpy(seg, &o->hdr, sizeof(o->hdr));
-        memcpy(seg + sizeof(o->hdr), o->bytes + o->sent, chunk);
-        des->des_segments[0].seg_len = size;
-        des->des_cbfunc = ftera_sent_cb;
-        des->des_cbdata = NULL;
-        int rc = btl->btl_send(btl, bml_btl->btl_endpoint, des, MCA_COLL_FTERA_BTL_TAG);
-        if (rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc) {
-            /* the BTL did not take it: the peer is gone or the link is down;
-             * the failure detector will tell the core */
-            FTERA_OUT(20, "coll:ftera: btl_send to rank %u failed (%d)", o->dest, rc);
-            btl->btl_free(btl, des);
-        }
-        o->sent += chunk;
-        mca_coll_ftera_nfragments++;
-    } while (o->sent < o->len);
-    mca_coll_ftera_nsent++;
-    FTERA_OUT(30, "coll:ftera: comm %s: sent %zu bytes to rank %u", ompi_comm_print_cid(m->comm), o->len,
+    mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) o->owner;
+    FTERA_OUT(20, "coll:ftera: comm %s: no endpoint for rank %u, taken as failed", ompi_comm_print_cid(m->comm),
               o->dest);
+    mca_coll_ftera_nfailures++;
+    era_failure(m->era, o->dest);
+    note_failure(m);
+}
+
+static void ftera_handed(ftslide_out_t *o, size_t fragments)
+{
+    mca_coll_ftera_nfragments += fragments;
+    mca_coll_ftera_nsent++;
+    FTERA_OUT(30, "coll:ftera: sent %zu bytes to rank %u", o->len, o->dest);
     /* Fault injection for the tests: FTSLIDE_KILL="R@ftera_sent_N" kills world
      * rank R right after its N-th agreement message went to the BTL. */
     ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "ftera_sent_%" PRIu64, mca_coll_ftera_nsent);
-    return 0;
 }
 
 /* Start r's agreement in the core; r becomes m's current request. */
 static void feed_known_failures(mca_coll_ftera_module_t *m);
 
+/* r's acknowledged ranks are no longer needed (the core copied them) */
+static void release_acked(mca_coll_ftera_request_t *r)
+{
+    if (r->acked != r->acked_inline) free(r->acked);
+    r->acked = NULL;
+}
+
 static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
 {
     feed_known_failures(m);
     uint64_t inst = 0;
-    int rc = era_start(m->era, r->flag, r->acked, r->nacked, &inst);
+    m->t_start_ns = ftera_now_ns();
+    m->t_failure_ns = 0;
+    int rc = era_start_op(m->era, r->op, r->flag, r->acked, r->nacked, &inst);
     uint32_t nacked = r->nacked;
-    free(r->acked);
-    r->acked = NULL;
+    release_acked(r);
     if (ERA_OK != rc) {
         return (ERA_EBUSY == rc) ? MPI_ERR_PENDING : MPI_ERR_INTERN;
     }
     mca_coll_ftera_nagree++;
+    if (ERA_OP_BAND != r->op) mca_coll_ftera_pv_minmax++;
     FTERA_OUT(10, "coll:ftera: comm %s rank %d starts instance %" PRIu64 " with 0x%08x, %u acked",
               ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), inst, (unsigned) (r->flag & 0xffffffffu),
               nacked);
@@ -428,9 +418,19 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             err = MPI_ERR_INTERN;
         } else {
             if (NULL != r->contrib) {
-                *r->contrib = (int) (uint32_t) (flag & 0xffffffffu);
+                *r->contrib = ftera_decode(r->op, flag);
             }
-            err = proc_failed ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            /* The uniform error tells MPIX_Comm_agree's caller that a failure it did
+             * not acknowledge was agreed. Open MPI's internal callers (the shrink,
+             * the context-id allocation) ask for the agreed failed set instead
+             * (outgroup) and, on MPI_ERR_PROC_FAILED, only run the agreement again
+             * with that set to get a success: they get the set and the value now,
+             * the same at every survivor, without that extra round. */
+            err = (proc_failed && NULL == r->outgroup) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            uint64_t now = ftera_now_ns();
+            mca_coll_ftera_pv_agree_ns += now - m->t_start_ns;
+            if (0 != m->t_failure_ns) mca_coll_ftera_pv_detect_ns += m->t_failure_ns - m->t_start_ns;
+            if (proc_failed) mca_coll_ftera_pv_proc_failed++;
             int *ranks = NULL;
             if (nfailed > 0) {
                 ranks = malloc(nfailed * sizeof(int));
@@ -483,8 +483,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
 /* Complete a request that never reached the core (or cannot finish). */
 static void ftera_fail_request(mca_coll_ftera_request_t *r, int err)
 {
-    free(r->acked);
-    r->acked = NULL;
+    release_acked(r);
     r->module = NULL;
     r->super.req_status.MPI_ERROR = err;
     ompi_request_complete(&r->super, true);
@@ -496,22 +495,7 @@ static void drive(void)
     if (in_drive) return;
     in_drive = 1;
     for (;;) {
-        int busy = 0;
-        while (NULL != out_head) {
-            ftera_out_t *o = out_head;
-            out_head = o->next;
-            if (NULL == out_head) out_tail = NULL;
-            o->next = NULL;
-            if (transmit(o)) {
-                /* no descriptor: put it back in front, progress, retry */
-                o->next = out_head;
-                out_head = o;
-                if (NULL == out_tail) out_tail = o;
-                busy = 1;
-                break;
-            }
-            free(o);
-        }
+        ftslide_sendq_drain(&ftera_q);
         int completed = 0;
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
             if (m->decided) {
@@ -523,11 +507,7 @@ static void drive(void)
                 }
             }
         }
-        if (busy) {
-            opal_progress();
-            continue;
-        }
-        if (!completed && NULL == out_head) break;
+        if (!completed && NULL == ftera_q.head) break;
     }
     in_drive = 0;
 }
@@ -563,19 +543,17 @@ static void accept_message(const mca_coll_ftera_wire_hdr_t *hdr, const unsigned 
         drive();
         return;
     }
-    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
-        if (freed_ring[i].used && freed_ring[i].cid_base == hdr->cid_base && freed_ring[i].cid_sub == hdr->cid_sub &&
-            freed_ring[i].epoch == hdr->epoch) {
-            return;
-        }
+    ftslide_key_t key = key_of_hdr(hdr);
+    if (ftslide_freed_has(&freed, &key)) {
+        return;
     }
-    ftera_stash_t *s = malloc(sizeof(*s) + len);
-    if (NULL == s) return;
-    s->hdr = *hdr;
-    s->len = len;
-    memcpy(s->bytes, msg, len);
-    s->next = stash_head;
-    stash_head = s;
+    unsigned char *both = malloc(sizeof(*hdr) + len);
+    if (NULL == both) return;
+    memcpy(both, hdr, sizeof(*hdr));
+    memcpy(both + sizeof(*hdr), msg, len);
+    int kept = ftslide_stash_put(&stash, key, both, sizeof(*hdr) + len);
+    free(both);
+    if (0 != kept) return;
     mca_coll_ftera_nstashed++;
     FTERA_OUT(20, "coll:ftera: stashed a message from rank %u for a communicator not set up yet", hdr->src);
 }
@@ -651,33 +629,20 @@ static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_
 
 static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
-    ftera_failure_events++;
+    ftera_gate.events++;
     if (!remote) {
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
             if (m->comm == comm && rank >= 0 && rank < ompi_comm_size(comm) && rank != ompi_comm_rank(comm)) {
                 FTERA_OUT(20, "coll:ftera: comm %s: rank %d failed", ompi_comm_print_cid(comm), rank);
                 mca_coll_ftera_nfailures++;
                 era_failure(m->era, (uint32_t) rank);
+                note_failure(m);
                 drive();
                 break;
             }
         }
     }
-    if (NULL != ftera_prev_failure_cb) {
-        ftera_prev_failure_cb(comm, rank, remote);
-    }
-}
-
-/* Changes whenever a failure is reported: the failure callback (which runs
- * first, once per communicator holding the process) counts in
- * ftera_failure_events, and ULFM's group of all failed processes grows after
- * the callbacks ran. */
-static uint64_t failure_clock(void)
-{
-    opal_mutex_lock(&ompi_group_afp_mutex);
-    uint64_t n = (uint64_t) ompi_group_size(ompi_group_all_failed_procs);
-    opal_mutex_unlock(&ompi_group_afp_mutex);
-    return n + ftera_failure_events;
+    ftslide_gate_pass(&ftera_gate, comm, rank, remote);
 }
 
 /* Tell the core about every rank of comm already known failed here. The scan
@@ -686,13 +651,14 @@ static uint64_t failure_clock(void)
  * by one), so a failure-free agreement costs O(1) here. */
 static void feed_known_failures(mca_coll_ftera_module_t *m)
 {
-    uint64_t now = failure_clock();
+    uint64_t now = ftslide_gate_clock(&ftera_gate);
     if (now == m->failures_seen) return;
     m->failures_seen = now;
     int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
     for (int r = 0; r < n; r++) {
         if (r != me && !ompi_comm_is_proc_active(m->comm, r, false)) {
             era_failure(m->era, (uint32_t) r);
+            note_failure(m);
         }
     }
 }
@@ -706,12 +672,14 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
 
-    /* MPIX_Comm_agree/iagree and the shrink all agree on one int with
-     * bitwise AND; that is what the core decides. The rest (the CID
-     * allocation's fault-tolerant allreduce: ints with MAX/MIN) goes to the
-     * next component. */
-    if (1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) {
+    /* MPIX_Comm_agree/iagree and the shrink agree on one int with bitwise
+     * AND, Open MPI's context-id allocation (the shrink's, MPI_Finalize's)
+     * on one int with MAX and MIN: the core decides all of them. Anything
+     * else goes to the next component. */
+    era_op_t eop = ERA_OP_BAND;
+    if (1 != dt_count || &ompi_mpi_int.dt != dt || !ftera_op_of(op, &eop)) {
         if (NULL == m->fallback_iagree) return MPI_ERR_UNSUPPORTED_OPERATION;
+        mca_coll_ftera_pv_fallbacks++;
         FTERA_OUT(10, "coll:ftera: comm %s: %d ints with op %s handed to the next agreement component",
                   ompi_comm_print_cid(comm), dt_count, op->o_name);
         return m->fallback_iagree(contrib, dt_count, dt, op, group, grp_update, comm, request,
@@ -720,32 +688,32 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     if (NULL == m->era || NULL == m->comm) {
         return MPI_ERR_INTERN;
     }
-    /* the failures this caller acknowledges (agree) or knows of (shrink) */
-    uint32_t *acked = NULL;
-    uint32_t nacked = 0;
+    mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
+    if (NULL == r) {
+        return MPI_ERR_NO_MEM;
+    }
+    /* the failures this caller acknowledges (agree) or knows of (shrink), as
+     * ranks of comm; a few of them need no allocation */
     int gsize = (NULL != group && NULL != *group) ? ompi_group_size(*group) : 0;
     if (gsize > 0) {
-        int *in = malloc(2 * (size_t) gsize * sizeof(int));
-        acked = malloc((size_t) gsize * sizeof(uint32_t));
-        if (NULL == in || NULL == acked) {
-            free(in);
-            free(acked);
+        int in_small[32];
+        int *in = gsize <= 16 ? in_small : malloc(2 * (size_t) gsize * sizeof(int));
+        r->acked = gsize <= 8 ? r->acked_inline : malloc((size_t) gsize * sizeof(uint32_t));
+        if (NULL == in || NULL == r->acked) {
+            if (in != in_small) free(in);
+            release_acked(r);
+            OBJ_RELEASE(r);
             return MPI_ERR_NO_MEM;
         }
         for (int i = 0; i < gsize; i++) in[i] = i;
         ompi_group_translate_ranks(*group, gsize, in, comm->c_local_group, in + gsize);
         for (int i = 0; i < gsize; i++) {
-            int r = in[gsize + i];
-            if (MPI_UNDEFINED != r && r >= 0 && r < ompi_comm_size(comm)) acked[nacked++] = (uint32_t) r;
+            int rk = in[gsize + i];
+            if (MPI_UNDEFINED != rk && rk >= 0 && rk < ompi_comm_size(comm)) r->acked[r->nacked++] = (uint32_t) rk;
         }
-        free(in);
+        if (in != in_small) free(in);
     }
 
-    mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
-    if (NULL == r) {
-        free(acked);
-        return MPI_ERR_NO_MEM;
-    }
     OMPI_REQUEST_INIT(&r->super, false);
     r->super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.req_type = OMPI_REQUEST_COLL;
@@ -760,9 +728,8 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->module = m;
     r->contrib = (int *) contrib;
     r->outgroup = grp_update ? group : NULL;
-    r->flag = 0xffffffff00000000ull | (uint64_t) (uint32_t) * (int *) contrib;
-    r->acked = acked;
-    r->nacked = nacked;
+    r->op = eop;
+    r->flag = ftera_encode(eop, *(int *) contrib);
 
     OBJ_RETAIN(r); /* the module's reference, dropped at completion */
     if (NULL != m->req) {
@@ -791,7 +758,9 @@ static int ftera_agree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_op
                        bool grp_update, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
-    if ((1 != dt_count || &ompi_mpi_int.dt != dt || &ompi_mpi_op_band.op != op) && NULL != m->fallback_agree) {
+    era_op_t eop;
+    if ((1 != dt_count || &ompi_mpi_int.dt != dt || !ftera_op_of(op, &eop)) && NULL != m->fallback_agree) {
+        mca_coll_ftera_pv_fallbacks++;
         return m->fallback_agree(contrib, dt_count, dt, op, group, grp_update, comm, m->fallback_agree_module);
     }
     ompi_request_t *req = NULL;
@@ -824,9 +793,8 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
                     MCA_COLL_FTERA_BTL_TAG, rc);
         return rc;
     }
-    ftera_prev_failure_cb = ompi_rank_failure_cbfunc;
-    ompi_rank_failure_cbfunc = ftera_rank_failure;
-    ftera_failure_hooked = 1;
+    ftslide_gate_open(&ftera_gate, ftera_rank_failure);
+    ftera_q.fragment_limit = mca_coll_ftera_fragment_size > 0 ? (size_t) mca_coll_ftera_fragment_size : 0;
     ftera_parse_late_enable();
     ftera_inited = 1;
     return OMPI_SUCCESS;
@@ -841,17 +809,11 @@ int mca_coll_ftera_finalize(void)
                     mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nfragments, mca_coll_ftera_nrecv,
                     mca_coll_ftera_nfailures, mca_coll_ftera_nstashed);
     }
-    if (ftera_failure_hooked && ompi_rank_failure_cbfunc == ftera_rank_failure) {
-        ompi_rank_failure_cbfunc = ftera_prev_failure_cb;
-        ftera_failure_hooked = 0;
-    }
+    ftslide_gate_close(&ftera_gate);
     /* else another component hooked after us and still calls us: leave the
      * chain intact (the component is linked into libmpi, never unloaded) */
-    while (NULL != stash_head) {
-        ftera_stash_t *s = stash_head;
-        stash_head = s->next;
-        free(s);
-    }
+    ftslide_stash_clear(&stash);
+    ftslide_sendq_clear(&ftera_q);
     while (NULL != partials) {
         ftera_partial_t *p = partials;
         partials = p->next;
@@ -878,6 +840,15 @@ static era_tree_t ftera_tree_for(ompi_communicator_t *comm)
         }
     }
     return ERA_TREE_KNOMIAL4;
+}
+
+/* a stashed message (wire header + core message) for m, which is set up now */
+static void replay_one(void *ctx, const void *bytes, size_t len)
+{
+    mca_coll_ftera_wire_hdr_t hdr;
+    memcpy(&hdr, bytes, sizeof(hdr));
+    deliver((mca_coll_ftera_module_t *) ctx, hdr.src, (const unsigned char *) bytes + sizeof(hdr),
+            len - sizeof(hdr));
 }
 
 static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
@@ -918,31 +889,15 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     }
     /* a communicator of this process with the same extended CID and epoch
      * was freed before (not expected: epochs grow); its key is live again */
-    for (unsigned i = 0; i < FTERA_FREED_RING; i++) {
-        if (freed_ring[i].used && freed_ring[i].cid_base == m->cid_base && freed_ring[i].cid_sub == m->cid_sub &&
-            freed_ring[i].epoch == m->epoch) {
-            freed_ring[i].used = 0;
-        }
-    }
+    ftslide_key_t key = key_of_module(m);
+    ftslide_freed_forget(&freed, &key);
     m->next = ftera_modules;
     ftera_modules = m;
     m->registered = 1;
     feed_known_failures(m);
 
     /* replay what peers sent before we got here */
-    ftera_stash_t **sp = &stash_head;
-    int replayed = 0;
-    while (*sp) {
-        ftera_stash_t *s = *sp;
-        if (hdr_is_for(&s->hdr, m)) {
-            *sp = s->next;
-            deliver(m, s->hdr.src, s->bytes, s->len);
-            free(s);
-            replayed = 1;
-        } else {
-            sp = &s->next;
-        }
-    }
+    unsigned replayed = ftslide_stash_replay(&stash, &key, replay_one, m);
     if (replayed) drive();
     return OMPI_SUCCESS;
 }

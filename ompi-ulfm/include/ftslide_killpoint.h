@@ -13,8 +13,8 @@
  *
  * A rank that reaches a point named for it sends itself SIGKILL: it dies at once,
  * with no chance to clean up or flush, exactly as if the process were killed from
- * outside. With FTSLIDE_KILL unset a
- * kill point costs one getenv().
+ * outside. FTSLIDE_KILL is read once; with it unset a
+ * kill point costs a test of a static variable.
  *
  * Two more variables, read only when a kill point fires:
  *   FTSLIDE_KILL_NODE=1   the whole node goes: the rank SIGKILLs its parent first,
@@ -35,10 +35,28 @@
 #include <string.h>
 #include <unistd.h>
 
+/* FTSLIDE_KILL, read once per compilation unit (a process's environment does
+ * not change while it runs; a getenv() walks the whole environment, which in
+ * an MPI process is long, and the Open MPI modules pass a kill point with
+ * every message they send). NULL when no kill point is set. */
+static inline const char *ftslide_killspec(void)
+{
+    static int looked = 0;
+    static const char *spec = NULL;
+    if (!looked) {
+        spec = getenv("FTSLIDE_KILL");
+        if (spec != NULL && *spec == '\0') {
+            spec = NULL;
+        }
+        looked = 1;
+    }
+    return spec;
+}
+
 static inline void ftslide_killpoint(int rank, const char *point)
 {
-    const char *spec = getenv("FTSLIDE_KILL");
-    if (spec == NULL || *spec == '\0') {
+    const char *spec = ftslide_killspec();
+    if (spec == NULL) {
         return;
     }
     char wanted[256];
@@ -79,7 +97,7 @@ static inline void ftslide_killpointf(int rank, const char *format, ...)
 
 static inline void ftslide_killpointf(int rank, const char *format, ...)
 {
-    if (getenv("FTSLIDE_KILL") == NULL) {
+    if (ftslide_killspec() == NULL) {
         return;
     }
     char point[200];

@@ -14,6 +14,10 @@
  *   core send()    --> queued; drive() hands the queue to the BTL
  *   core deliver() --> noted; the FT layer's callback runs after the core call
  *
+ * A channel is set up when its communicator is activated (intra-communicators;
+ * its first broadcast gives it its type), else at the first message; it is
+ * found through the communicator's c_index in O(1).
+ *
  * The core must not be re-entered from its own callbacks, and a BTL send may
  * run the progress engine, which may bring in one of our messages: send()
  * only queues, and a nested drive() returns at once.
@@ -45,13 +49,22 @@
 #include "ompi/mca/bml/bml.h"
 #include "ompi/proc/proc.h"
 #include "ompi/runtime/mpiruntime.h"
+#include "ompi/runtime/ompi_rte.h"
 #include "ompi/runtime/params.h"
 
 #include "bmg.h"
 #include "comm_ft_bmg.h"
+#include "ftslide_ftnet.h"
 #include "ftslide_killpoint.h"
 
-#define FTBMG_OUT(lvl, ...) opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__)
+/* the arguments (ompi_comm_print_cid() formats a string) are evaluated only
+ * when the output is on: the revoke path runs this at every process */
+#define FTBMG_OUT(lvl, ...)                                                                 \
+    do {                                                                                    \
+        if (opal_output_check_verbosity((lvl), ompi_ftmpi_output_handle)) {                 \
+            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__);     \
+        }                                                                                   \
+    } while (0)
 
 /* on the wire, in front of the core's message */
 typedef struct ftbmg_hdr {
@@ -62,14 +75,10 @@ typedef struct ftbmg_hdr {
     uint32_t src;               /* sender's position in the channel */
 } ftbmg_hdr_t;
 
-typedef struct ftbmg_key {
-    uint64_t cid_base, cid_sub;
-    uint32_t epoch;
-    uint32_t used; /* in the ring of freed names */
-} ftbmg_key_t;
+typedef ftslide_key_t ftbmg_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
 
 typedef struct ftbmg_chan {
-    struct ftbmg_chan *next;
+    struct ftbmg_chan *sib;    /* next channel of the same live communicator (by_index) */
     ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
     ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
     uint32_t index;            /* the communicator's c_index */
@@ -82,38 +91,37 @@ typedef struct ftbmg_chan {
     bmg_t *b;
 } ftbmg_chan_t;
 
-typedef struct ftbmg_out {
-    struct ftbmg_out *next;
-    ompi_proc_t *proc;
-    size_t len;
-    unsigned char bytes[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
-} ftbmg_out_t;
-
-typedef struct ftbmg_stash {
-    struct ftbmg_stash *next;
-    ftbmg_hdr_t hdr;
-    unsigned char msg[BMG_MSG_SIZE];
-} ftbmg_stash_t;
-
 #define FTBMG_STASH_MAX 4096
 #define FTBMG_FREED_RING 256
 #define FTBMG_DETACHED_MAX 64
 
 static int ftbmg_inited = 0;
 static int ftbmg_lean = 1;
+static int ftbmg_radix = 0; /* mpi_ft_bmg_radix: 0 = auto (ftbmg_radix_for) */
 static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
-static ompi_comm_rank_failure_callback_t *ftbmg_prev_failure_cb = NULL;
-static ftbmg_chan_t *chans = NULL;     /* channels of live communicators */
+/* the type of a channel set up before its first broadcast: the first
+ * broadcast of any type claims it (the FT layer sends one payload-less type,
+ * the revoke) */
+#define FTBMG_TYPE_UNSET UINT32_MAX
+static ftslide_gate_t ftbmg_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
+/* channels of live communicators, by the communicator's c_index (its first
+ * channel; others through sib), so that a message, a revoke, a failure or a
+ * free finds a communicator's channels in O(1) however many have one */
+static ftbmg_chan_t **by_index = NULL;
+static uint32_t by_index_cap = 0;
 /* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
 static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
 static unsigned detached_next = 0;
-static unsigned long ftbmg_failure_events = 0; /* failure callbacks received */
-static ftbmg_out_t *out_head = NULL, *out_tail = NULL;
-static int in_drive = 0;
-static ftbmg_stash_t *stash = NULL;
-static unsigned nstash = 0;
-static ftbmg_key_t freed_ring[FTBMG_FREED_RING];
-static unsigned freed_next = 0;
+/* the send queue, early messages (header + core message) and freed names
+ * (ftslide_ftnet.h, shared with coll/ftera) */
+static void ftbmg_unreachable(ftslide_out_t *o);
+static void ftbmg_handed(ftslide_out_t *o, size_t fragments);
+static ftslide_sendq_t ftbmg_q = {.tag = OMPI_COMM_FTBMG_BTL_TAG, .unreachable = ftbmg_unreachable,
+                                  .handed = ftbmg_handed};
+static ftslide_stash_t stash = {.max = FTBMG_STASH_MAX};
+static ftslide_key_t freed_keys[FTBMG_FREED_RING];
+static unsigned char freed_used[FTBMG_FREED_RING];
+static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = FTBMG_FREED_RING};
 
 /* counters; messages_sent is the MPI_T performance variable */
 static unsigned long long ftbmg_nsent = 0;
@@ -147,6 +155,13 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
         "core, forwarding along a 4-nomial spanning tree that bypasses failed vertices; the default)",
         MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, algorithm);
     OBJ_RELEASE(values);
+    (void) mca_base_var_register("ompi", "mpi", "ft", "bmg_radix",
+        "Lean reliable broadcast (ftslide_lean): each revoke runs along a k-nomial tree rooted at the revoking "
+        "process, k = this radix (at least 2); 0 (the default): auto, the whole communicator in one level (a "
+        "star around the origin) when the job runs on one node and the communicator holds only its processes "
+        "(a level costs a process wake-up there, a message a memory copy), the 4-nomial tree otherwise. Every "
+        "process must use the same value",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &ftbmg_radix);
     (void) mca_base_pvar_register("ompi", "mpi", "ft", "bmg_messages_sent",
         "Messages this process has handed to the BTL for ftslide's reliable broadcast (revoke)",
         OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
@@ -165,14 +180,7 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
 
 static ftbmg_key_t key_of(ompi_communicator_t *comm)
 {
-    ftbmg_key_t k = {.cid_base = comm->c_contextid.cid_base, .cid_sub = comm->c_contextid.cid_sub.u64,
-                     .epoch = comm->c_epoch};
-    return k;
-}
-
-static int same_key(const ftbmg_key_t *a, const ftbmg_key_t *b)
-{
-    return a->cid_base == b->cid_base && a->cid_sub == b->cid_sub && a->epoch == b->epoch;
+    return ftslide_key_of(comm);
 }
 
 static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
@@ -216,21 +224,12 @@ static uint32_t chan_pos(const ftbmg_chan_t *c, int rank, int remote)
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
-    ftbmg_out_t *o = malloc(sizeof(*o));
-    if (NULL == o || len > BMG_MSG_SIZE) {
-        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
-        free(o);
-        return;
-    }
     ftbmg_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
                        .index = c->index, .type = c->type, .src = c->me};
-    memcpy(o->bytes, &hdr, sizeof(hdr));
-    memcpy(o->bytes + sizeof(hdr), msg, len);
-    o->len = sizeof(hdr) + len;
-    o->proc = chan_proc(c, dest);
-    o->next = NULL;
-    if (out_tail) out_tail->next = o; else out_head = o;
-    out_tail = o;
+    if (len > BMG_MSG_SIZE || NULL == ftslide_sendq_push(&ftbmg_q, chan_proc(c, dest), c, dest, &hdr, sizeof(hdr),
+                                                         msg, len)) {
+        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
+    }
 }
 
 static void core_deliver(void *ctx, uint32_t origin, uint64_t epoch)
@@ -277,7 +276,7 @@ static void feed_known_failures(ftbmg_chan_t *c)
     opal_mutex_lock(&ompi_group_afp_mutex);
     int any = ompi_group_size(ompi_group_all_failed_procs) > 0;
     opal_mutex_unlock(&ompi_group_afp_mutex);
-    if (any || ftbmg_failure_events > 0) scan_failures(c);
+    if (any || ftbmg_gate.events > 0) scan_failures(c);
 }
 
 static void destroy_chan(ftbmg_chan_t *c)
@@ -288,12 +287,60 @@ static void destroy_chan(ftbmg_chan_t *c)
     free(c);
 }
 
+/* The lean tree's radix for channel c. Every member must pick the same: auto
+ * decides from facts all members see alike, whether this job runs on one node
+ * (the same at all its processes) and whether the channel holds processes of
+ * another job (then, or across nodes: the 4-nomial tree). */
+static uint32_t ftbmg_radix_for(const ftbmg_chan_t *c)
+{
+    if (ftbmg_radix >= 2) return (uint32_t) ftbmg_radix;
+    if (ftbmg_radix != 0 || c->rsize > 0 || ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
+        return 4;
+    }
+    for (uint32_t r = 0; r < c->lsize; r++) {
+        if (ompi_group_get_proc_name(c->lgrp, (int) r).jobid != OMPI_PROC_MY_NAME->jobid) return 4;
+    }
+    return c->n < 2 ? 2 : c->n;
+}
+
+/* the first channel of comm, if it has one */
+static ftbmg_chan_t *first_chan(const ompi_communicator_t *comm)
+{
+    uint32_t i = (uint32_t) comm->c_index;
+    if (i >= by_index_cap || NULL == by_index[i] || by_index[i]->comm != comm) return NULL;
+    return by_index[i];
+}
+
 static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
-    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
-        if (c->comm == comm && c->type == type) return c;
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        if (c->type == type) return c;
+    }
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        if (c->type == FTBMG_TYPE_UNSET) {
+            c->type = type;
+            return c;
+        }
     }
     return NULL;
+}
+
+/* enter c (a channel of a live communicator) in by_index; -1 out of memory */
+static int index_chan(ftbmg_chan_t *c)
+{
+    uint32_t i = c->index;
+    if (i >= by_index_cap) {
+        uint32_t cap = by_index_cap ? by_index_cap : 64;
+        while (cap <= i) cap *= 2;
+        ftbmg_chan_t **grown = realloc(by_index, cap * sizeof(*grown));
+        if (NULL == grown) return -1;
+        memset(grown + by_index_cap, 0, (cap - by_index_cap) * sizeof(*grown));
+        by_index = grown;
+        by_index_cap = cap;
+    }
+    c->sib = first_chan(c->comm);
+    by_index[i] = c;
+    return 0;
 }
 
 static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
@@ -322,58 +369,30 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
         destroy_chan(c);
         return NULL;
     }
+    if (ftbmg_lean) (void) bmg_set_radix(c->b, ftbmg_radix_for(c));
+    if (0 != index_chan(c)) {
+        destroy_chan(c);
+        return NULL;
+    }
     feed_known_failures(c);
-    c->next = chans;
-    chans = c;
     return c;
 }
 
 /* ------------------------------------------------------------------------ */
 /* transport                                                                 */
 
-static void sent_cb(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                    struct mca_btl_base_descriptor_t *des, int status)
+/* Transport: ftslide_ftnet.h's send queue (a message is one fragment). */
+static void ftbmg_unreachable(ftslide_out_t *o)
 {
-    (void) btl;
-    (void) ep;
-    (void) des;
-    if (OPAL_SUCCESS != status) {
-        FTBMG_OUT(20, "a message was not delivered by the BTL (%d)", status);
-    }
+    FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
 }
 
-/* Hands one message to the BTL. 1: no descriptor now, retry after progress. */
-static int transmit(ftbmg_out_t *o)
+static void ftbmg_handed(ftslide_out_t *o, size_t fragments)
 {
-    if (!ompi_proc_is_active(o->proc)) {
-        return 0; /* the failure callback tells (or told) the core */
-    }
-    mca_bml_base_endpoint_t *ep = mca_bml_base_get_endpoint(o->proc);
-    mca_bml_base_btl_t *bml_btl = NULL;
-    if (NULL != ep && mca_bml_base_btl_array_get_size(&ep->btl_eager) > 0) {
-        bml_btl = mca_bml_base_btl_array_get_index(&ep->btl_eager, 0);
-    }
-    if (NULL == bml_btl || NULL == bml_btl->btl || NULL == bml_btl->btl_endpoint) {
-        FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
-        return 0;
-    }
-    mca_btl_base_descriptor_t *des = NULL;
-    mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, o->len,
-                       MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (NULL == des) {
-        return 1;
-    }
-    memcpy(des->des_segments[0].seg_addr.pval, o->bytes, o->len);
-    des->des_cbfunc = sent_cb;
-    int rc = mca_bml_base_send(bml_btl, des, OMPI_COMM_FTBMG_BTL_TAG);
-    if (rc < 0) {
-        FTBMG_OUT(20, "btl send to %s failed (%d)", OMPI_NAME_PRINT(&o->proc->super.proc_name), rc);
-        mca_bml_base_free(bml_btl, des);
-        return 0;
-    }
+    (void) o;
+    (void) fragments;
     ftbmg_nsent++;
     ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_sent_%llu", ftbmg_nsent);
-    return 0;
 }
 
 /* Runs the FT layer's callback of a channel whose core delivered. */
@@ -391,19 +410,7 @@ static void hand_over(ftbmg_chan_t *c)
 
 static void drive(void)
 {
-    if (in_drive) return;
-    in_drive = 1;
-    while (NULL != out_head) {
-        ftbmg_out_t *o = out_head;
-        if (transmit(o)) {
-            opal_progress();
-            continue;
-        }
-        out_head = o->next;
-        if (NULL == out_head) out_tail = NULL;
-        free(o);
-    }
-    in_drive = 0;
+    ftslide_sendq_drain(&ftbmg_q);
 }
 
 static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
@@ -414,6 +421,9 @@ static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
         FTBMG_OUT(20, "comm %s: message from position %u refused by the core (%d)",
                   ompi_comm_print_cid(c->comm), src, rc);
     }
+    /* forward first: the FT callback (the local revoke) would delay the
+     * processes below us by its own cost */
+    drive();
     hand_over(c);
 }
 
@@ -435,10 +445,7 @@ static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
 
 static int was_freed(const ftbmg_key_t *k)
 {
-    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
-        if (freed_ring[i].used && same_key(&freed_ring[i], k)) return 1;
-    }
-    return 0;
+    return ftslide_freed_has(&freed, k);
 }
 
 static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
@@ -467,19 +474,12 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
         return;
     }
     ftbmg_key_t k = key_of_hdr(&hdr);
-    if (was_freed(&k) || nstash >= FTBMG_STASH_MAX) {
+    if (was_freed(&k) || 0 != ftslide_stash_put(&stash, k, buf, sizeof(buf))) {
         ftbmg_ndropped++;
         FTBMG_OUT(20, "dropped a message for a communicator %s (epoch %u)",
-                  nstash >= FTBMG_STASH_MAX ? "not here (stash full)" : "freed here", hdr.epoch);
+                  was_freed(&k) ? "freed here" : "not here (stash full)", hdr.epoch);
         return;
     }
-    ftbmg_stash_t *s = malloc(sizeof(*s));
-    if (NULL == s) return;
-    s->hdr = hdr;
-    memcpy(s->msg, buf + sizeof(hdr), BMG_MSG_SIZE);
-    s->next = stash;
-    stash = s;
-    nstash++;
     ftbmg_nstashed++;
     FTBMG_OUT(20, "kept a message for a communicator not here yet (epoch %u)", hdr.epoch);
 }
@@ -489,11 +489,9 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
 
 static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
-    ftbmg_failure_events++;
-    for (ftbmg_chan_t *c = chans; NULL != c; c = c->next) {
-        if (c->comm == comm) {
-            (void) bmg_failure(c->b, chan_pos(c, rank, remote));
-        }
+    ftbmg_gate.events++;
+    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        (void) bmg_failure(c->b, chan_pos(c, rank, remote));
     }
     if (&ompi_mpi_comm_world.comm == comm) {
         /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
@@ -502,9 +500,7 @@ static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
         }
     }
     drive();
-    if (NULL != ftbmg_prev_failure_cb) {
-        ftbmg_prev_failure_cb(comm, rank, remote);
-    }
+    ftslide_gate_pass(&ftbmg_gate, comm, rank, remote);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -517,6 +513,11 @@ int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
         return OMPI_ERR_NOT_SUPPORTED;
     }
     ftbmg_lean = lean;
+    if (0 != ftbmg_radix && ftbmg_radix < 2) {
+        opal_output(0, "ftbmg: mpi_ft_bmg_radix %d is neither 0 (auto) nor a radix of at least 2; using 0 (auto)",
+                    ftbmg_radix);
+        ftbmg_radix = 0;
+    }
     ftbmg_deliver_fn = deliver;
     if (ftbmg_inited) return OMPI_SUCCESS;
     int rc = mca_bml.bml_register(OMPI_COMM_FTBMG_BTL_TAG, recv_cb, NULL);
@@ -524,8 +525,7 @@ int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
         opal_output(0, "ftbmg: cannot register BTL tag 0x%x (%d)", OMPI_COMM_FTBMG_BTL_TAG, rc);
         return rc;
     }
-    ftbmg_prev_failure_cb = ompi_rank_failure_cbfunc;
-    ompi_rank_failure_cbfunc = rank_failure;
+    ftslide_gate_open(&ftbmg_gate, rank_failure);
     ftbmg_inited = 1;
     return OMPI_SUCCESS;
 }
@@ -535,31 +535,24 @@ int ompi_comm_ftbmg_finalize(void)
     if (!ftbmg_inited) return OMPI_SUCCESS;
     FTBMG_OUT(1, "%llu messages sent, %lu broadcasts delivered, %lu kept for later, %lu dropped", ftbmg_nsent,
               ftbmg_ndelivered, ftbmg_nstashed, ftbmg_ndropped);
-    if (ompi_rank_failure_cbfunc == rank_failure) {
-        ompi_rank_failure_cbfunc = ftbmg_prev_failure_cb;
-    }
+    ftslide_gate_close(&ftbmg_gate);
     /* else someone hooked after us and still calls us: leave the chain */
-    while (NULL != chans) {
-        ftbmg_chan_t *c = chans;
-        chans = c->next;
-        destroy_chan(c);
+    for (uint32_t i = 0; i < by_index_cap; i++) {
+        while (NULL != by_index[i]) {
+            ftbmg_chan_t *c = by_index[i];
+            by_index[i] = c->sib;
+            destroy_chan(c);
+        }
     }
     for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
         if (NULL != detached[i]) destroy_chan(detached[i]);
         detached[i] = NULL;
     }
-    while (NULL != stash) {
-        ftbmg_stash_t *s = stash;
-        stash = s->next;
-        free(s);
-    }
-    nstash = 0;
-    while (NULL != out_head) {
-        ftbmg_out_t *o = out_head;
-        out_head = o->next;
-        free(o);
-    }
-    out_tail = NULL;
+    free(by_index);
+    by_index = NULL;
+    by_index_cap = 0;
+    ftslide_stash_clear(&stash);
+    ftslide_sendq_clear(&ftbmg_q);
     ftbmg_inited = 0;
     return OMPI_SUCCESS;
 }
@@ -578,58 +571,61 @@ int ompi_comm_ftbmg_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t 
     return BMG_OK == rc ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
 }
 
+/* a stashed message (header + core message) for comm, which exists now */
+static void replay_one(void *ctx, const void *bytes, size_t len)
+{
+    ompi_communicator_t *comm = (ompi_communicator_t *) ctx;
+    ftbmg_hdr_t hdr;
+    (void) len;
+    memcpy(&hdr, bytes, sizeof(hdr));
+    ftbmg_chan_t *c = get_chan(comm, hdr.type);
+    FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
+    if (NULL != c) on_message(c, hdr.src, (const unsigned char *) bytes + sizeof(hdr));
+}
+
 void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
 {
-    if (!ftbmg_inited || NULL == stash) return;
+    if (!ftbmg_inited) return;
+    /* Set the channel up now, while the communicator is being created (which
+     * costs collectives anyway), rather than on the revoke's path: the
+     * revoking process would pay it before its first message and every other
+     * process before it forwards and delivers. Intra-communicators; the first
+     * broadcast claims it (FTBMG_TYPE_UNSET); a channel never used goes when
+     * the communicator does. */
+    if (!OMPI_COMM_IS_INTER(comm) && NULL == first_chan(comm)) (void) get_chan(comm, FTBMG_TYPE_UNSET);
+    if (NULL == stash.head) return;
     ftbmg_key_t k = key_of(comm);
     /* a name freed before and now live again (not expected: epochs differ) */
-    for (unsigned i = 0; i < FTBMG_FREED_RING; i++) {
-        if (same_key(&freed_ring[i], &k)) freed_ring[i].used = 0;
-    }
-    ftbmg_stash_t **sp = &stash;
-    while (NULL != *sp) {
-        ftbmg_stash_t *s = *sp;
-        ftbmg_key_t sk = key_of_hdr(&s->hdr);
-        if (!same_key(&sk, &k)) {
-            sp = &s->next;
-            continue;
-        }
-        *sp = s->next;
-        nstash--;
-        ftbmg_chan_t *c = get_chan(comm, s->hdr.type);
-        FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
-        if (NULL != c) on_message(c, s->hdr.src, s->msg);
-        free(s);
-    }
+    ftslide_freed_forget(&freed, &k);
+    (void) ftslide_stash_replay(&stash, &k, replay_one, comm);
     drive();
 }
 
 void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
 {
     if (!ftbmg_inited) return;
-    ftbmg_chan_t **cp = &chans;
-    while (NULL != *cp) {
-        ftbmg_chan_t *c = *cp;
-        if (c->comm != comm) {
-            cp = &c->next;
-            continue;
-        }
-        *cp = c->next;
+    if (NULL == first_chan(comm)) { /* no channel (never broadcast on, not set up): only its name to keep */
+        ftslide_freed_add(&freed, key_of(comm));
+        return;
+    }
+    ftbmg_chan_t *c = by_index[comm->c_index];
+    by_index[comm->c_index] = NULL;
+    while (NULL != c) {
+        ftbmg_chan_t *next = c->sib;
+        c->sib = NULL;
         if (0 == bmg_epoch(c->b)) {
             destroy_chan(c);
-            continue;
+        } else {
+            /* It delivered: peers may still need it to forward (the lean
+             * variant bypasses a vertex that dies later; a peer may not have
+             * the revoke yet). Detach it from the communicator and keep it,
+             * the last FTBMG_DETACHED_MAX of them (the oldest goes). */
+            c->comm = NULL;
+            if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
+            detached[detached_next] = c;
+            detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
         }
-        /* It delivered: peers may still need it to forward (the lean variant
-         * bypasses a vertex that dies later; a peer may not have the revoke
-         * yet). Detach it from the communicator and keep it, the last
-         * FTBMG_DETACHED_MAX of them (the oldest goes). */
-        c->comm = NULL;
-        c->next = NULL;
-        if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
-        detached[detached_next] = c;
-        detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
+        c = next;
     }
-    freed_ring[freed_next] = key_of(comm);
-    freed_ring[freed_next].used = 1;
-    freed_next = (freed_next + 1) % FTBMG_FREED_RING;
+    ftslide_freed_add(&freed, key_of(comm));
 }

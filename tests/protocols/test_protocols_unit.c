@@ -154,6 +154,22 @@ static void test_topology(void)
     CHECK(bmg_tree_neighbors(8, 4, nb8, 80) == 4 && nb8[0] == 0 && nb8[3] == 7);
     CHECK(bmg_tree_neighbors(1024, 1023, nb8, 80) == 1 && nb8[0] == 1020);
     CHECK(bmg_tree_neighbors(UINT32_MAX, 0, nb8, 80) == 48);
+    /* rooted at the origin: over 8 from origin 6, 6 has the root's neighbours
+     * 7, 0, 1 (= 6 + 1, 2, 3) and 2 (= 6 + 4); 2 is the parent of 3, 4, 5 */
+    CHECK(bmg_lean_neighbors(8, 6, 6, nb8, 80) == 4 && nb8[0] == 7 && nb8[1] == 0 && nb8[2] == 1 && nb8[3] == 2);
+    CHECK(bmg_lean_neighbors(8, 6, 2, nb8, 80) == 4 && nb8[0] == 6 && nb8[1] == 3 && nb8[3] == 5);
+    CHECK(bmg_lean_neighbors(8, 8, 2, nb8, 80) == 0);
+    /* k-nomial: k = 4 is the tree above; k >= P a star around the origin */
+    for (uint32_t P = 2; P <= 40; P++)
+        for (uint32_t o = 0; o < P; o++)
+            for (uint32_t r = 0; r < P; r++) {
+                uint32_t x[80], y[80];
+                uint32_t kx = bmg_knomial_neighbors(P, 4, o, r, x, 80), ky = bmg_lean_neighbors(P, o, r, y, 80);
+                CHECK(kx == ky && memcmp(x, y, kx * sizeof *x) == 0);
+                uint32_t ks = bmg_knomial_neighbors(P, P, o, r, x, 80);
+                CHECK(r == o ? ks == P - 1 : (ks == 1 && x[0] == o));
+            }
+    CHECK(bmg_knomial_neighbors(8, 1, 0, 0, nb8, 80) == 0);
     CHECK(bmg_diameter(1024) == 5);
 }
 
@@ -181,12 +197,22 @@ static void test_bmg_api(void)
         net_reset();
         bmg_t *big = bmg_create(1000000, 5, v ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &cb, &nd[0]);
         CHECK(big && bmg_footprint(big) < 512);
-        CHECK(bmg_failure(big, 4) == BMG_OK && bmg_failure(big, 6) == BMG_OK);
+        CHECK(bmg_failure(big, 6) == BMG_OK && bmg_failure(big, 9) == BMG_OK);
         CHECK(bmg_broadcast(big, 1) == BMG_OK);
         CHECK(bmg_footprint(big) < 2048);
-        /* lean: 5's parent 4 is dead, so 4's tree neighbours (0 and 6, dead:
-         * then 6's children 7) replace it */
-        if (v) CHECK(nsent == 2 && q[0].to == 0 && q[1].to == 7);
+        /* lean: the tree is rooted at the origin 5: its children are 5 + m*4^j
+         * (m = 1..3, j = 0..9: 30 of them); 6 (= 5 + 1, a leaf) is dead and
+         * skipped, 9 (= 5 + 4, inner) is dead and contracted into its
+         * children 10, 11, 12 */
+        if (v) {
+            uint32_t to6 = 0, to9 = 0, tokids = 0;
+            for (size_t i = 0; i < qt; i++) {
+                to6 |= q[i].to == 6;
+                to9 |= q[i].to == 9;
+                tokids += q[i].to >= 10 && q[i].to <= 12;
+            }
+            CHECK(nsent == 31 && !to6 && !to9 && tokids == 3);
+        }
         bmg_destroy(big);
     }
     net_reset();
@@ -241,6 +267,38 @@ static void test_bmg_api(void)
     for (size_t i = 0; i < qt; i++) seen |= 1u << q[i].to;
     CHECK(seen == ((1u << 1) | (1u << 2) | (1u << 3) | (1u << 5) | (1u << 6) | (1u << 7)));
     bmg_destroy(b);
+
+    /* radix: a star around the origin (radix 16 over 16); the origin dies
+     * after its first three messages: those three contract through it and
+     * reach every other survivor; the radix is refused once a broadcast began */
+    {
+        bmg_t *bs[16];
+        uint8_t dead[16] = {0};
+        memset(nd, 0, sizeof nd);
+        net_reset();
+        for (uint32_t r = 0; r < 16; r++) {
+            nd[r].rank = r;
+            bs[r] = bmg_create(16, r, BMG_VARIANT_LEAN, &cb, &nd[r]);
+            CHECK(bmg_set_radix(bs[r], 1) == BMG_EINVAL && bmg_set_radix(bs[r], 16) == BMG_OK);
+        }
+        bmg_broadcast(bs[5], 1);
+        CHECK(nsent == 15 && bmg_set_radix(bs[5], 4) == BMG_EINVAL);
+        qt = 3; /* the rest was never sent */
+        dead[5] = 1;
+        while (qh < qt) {
+            netmsg_t *m = &q[qh++];
+            if (!dead[m->to]) CHECK(bmg_recv(bs[m->to], m->from, m->b, m->len) == BMG_OK);
+        }
+        for (uint32_t r = 0; r < 16; r++)
+            if (!dead[r]) bmg_failure(bs[r], 5);
+        while (qh < qt) {
+            netmsg_t *m = &q[qh++];
+            if (!dead[m->to]) CHECK(bmg_recv(bs[m->to], m->from, m->b, m->len) == BMG_OK);
+        }
+        for (uint32_t r = 0; r < 16; r++)
+            if (!dead[r]) CHECK(nd[r].ndeliv == 1);
+        for (uint32_t r = 0; r < 16; r++) bmg_destroy(bs[r]);
+    }
 
     /* full runs: everybody delivers exactly once; message counts */
     for (int v = 0; v < 2; v++) {
@@ -471,6 +529,52 @@ static void test_era_api(void)
         CHECK(era_root(es[5]) == 6); /* instance 1's tree: positions 0-4 (ranks 0-3, 7) dead, 5 is rank 6 */
         for (uint32_t r = 0; r < 8; r++) era_destroy(es[r]);
     }
+
+    /* era_start_op: OR, MAX and MIN decide the op over the contributors, also
+     * when the root (0) and an inner vertex (4 on the 4-nomial tree over 9)
+     * die before contributing; an unknown op is refused */
+    for (int op = ERA_OP_BAND; op <= ERA_OP_MIN; op++)
+        for (int mode = 0; mode < 2; mode++) {
+            era_t *es[9];
+            uint8_t dead[9] = {1, 0, 0, 0, 1, 0, 0, 0, 0};
+            const uint64_t in[9] = {1000, 7, 12, 9, 2000, 5, 40, 6, 3};
+            uint64_t want = op == ERA_OP_MIN ? ~(uint64_t)0 : op == ERA_OP_BAND ? ~(uint64_t)0 : 0;
+            for (uint32_t r = 0; r < 9; r++) {
+                if (dead[r]) continue;
+                want = op == ERA_OP_BAND ? (want & in[r]) : op == ERA_OP_BOR ? (want | in[r])
+                       : op == ERA_OP_MAX ? (in[r] > want ? in[r] : want) : (in[r] < want ? in[r] : want);
+            }
+            memset(nd, 0, sizeof nd);
+            net_reset();
+            for (uint32_t r = 0; r < 9; r++) {
+                nd[r].rank = r;
+                es[r] = era_create(9, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, ERA_TREE_KNOMIAL4, NULL, 0, &cb,
+                                   &nd[r]);
+            }
+            CHECK(era_start_op(es[1], (era_op_t)7, 1, NULL, 0, NULL) == ERA_EINVAL);
+            for (uint32_t r = 0; r < 9; r++)
+                if (!dead[r]) CHECK(era_start_op(es[r], (era_op_t)op, in[r], NULL, 0, NULL) == ERA_OK);
+            era_run(es, 9, dead);
+            for (uint32_t r = 0; r < 9; r++)
+                if (!dead[r]) {
+                    era_failure(es[r], 4);
+                    era_failure(es[r], 0);
+                }
+            era_run(es, 9, dead);
+            for (uint32_t r = 0; r < 9; r++) {
+                if (dead[r]) continue;
+                CHECK(nd[r].ndecide == 1 && nd[r].res.flag == want && nd[r].res.nfailed == 2 && nd[r].F[0] == 0 &&
+                      nd[r].F[1] == 4);
+            }
+            /* the next instance, with AND again, on the survivors that acknowledge both */
+            const uint32_t both[2] = {0, 4};
+            for (uint32_t r = 0; r < 9; r++)
+                if (!dead[r]) CHECK(era_start(es[r], 6, both, 2, NULL) == ERA_OK);
+            era_run(es, 9, dead);
+            for (uint32_t r = 0; r < 9; r++)
+                if (!dead[r]) CHECK(nd[r].ndecide == 2 && nd[r].res.flag == 6 && nd[r].res.proc_failed == 0);
+            for (uint32_t r = 0; r < 9; r++) era_destroy(es[r]);
+        }
 
     /* a process with another order is not merged: its messages are rejected
      * and nobody decides a value built on two different trees */

@@ -3,8 +3,9 @@
  *
  * One era_t per process and per communicator. It runs a sequence of
  * agreements (instances 1, 2, 3, ...); each decides
- *   - flag:        the bitwise AND of the flags contributed by the
- *                  contributors (every process not in `failed`),
+ *   - flag:        the bitwise AND (or another era_op_t) of the flags
+ *                  contributed by the contributors (every process not in
+ *                  `failed`),
  *   - failed:      the agreed set of failed processes (cumulative: it
  *                  contains the previous instance's set),
  *   - proc_failed: the uniform error: 1 iff some process in `failed` was not
@@ -143,12 +144,28 @@ void era_destroy(era_t *e);
 #define ERA_MAX_DIMS 8
 int era_set_torus(era_t *e, const uint32_t *dims, uint32_t ndims);
 
+/* How the contributed flags combine: bitwise AND (what MPIX_Comm_agree
+ * specifies, era_start's), bitwise OR, or the maximum / minimum as unsigned
+ * 64-bit integers (Open MPI's context-id allocation runs its fault-tolerant
+ * allreduces with MAX and MIN). Only idempotent operations: a contribution
+ * may be merged twice on the way to the root. Every process must start an
+ * instance with the same operation. */
+typedef enum era_op {
+    ERA_OP_BAND = 0,
+    ERA_OP_BOR = 1,
+    ERA_OP_MAX = 2,
+    ERA_OP_MIN = 3
+} era_op_t;
+
 /* Start the next instance with this process's `flag` and its acknowledged-
  * failure set `acked` (nacked ranks in any order, duplicates allowed;
  * NULL/0 = nothing acknowledged). Writes the instance number to *inst (if
  * non-NULL). ERA_EBUSY if the previous instance has not decided here yet;
  * ERA_EINVAL if a rank is out of range. May decide at once (nprocs == 1). */
 int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst);
+/* The same with `flag` combined by `op` instead of AND (the decided flag is
+ * then the op over the contributors' flags; ERA_EINVAL for an unknown op). */
+int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst);
 /* A message from `from` arrived. ERA_EPROTO means a malformed message or one
  * no correct peer could have sent; the state is unchanged then. */
 int era_recv(era_t *e, uint32_t from, const void *msg, size_t len);

@@ -100,7 +100,8 @@ typedef struct era_rec {
     uint32_t n, my;     /* |L|, my position in L */
     uset_t A;           /* ranks not in L (agreed failed before this instance) */
     uset_t AK;          /* their tree-order keys (order_key), ascending */
-    uint64_t agg_flag;  /* AND of flags merged so far */
+    era_op_t op;        /* how flags combine (era_start_op) */
+    uint64_t agg_flag;  /* combination of the flags merged so far */
     int acks_all;       /* agg_acks is still "everything" (nothing merged) */
     uset_t agg_acks;    /* intersection of acknowledged sets */
     uset_t own_acks;
@@ -980,9 +981,28 @@ static int finish(era_t *e)
     return ERA_ENOMEM;
 }
 
+/* The operations are idempotent as well as commutative and associative: a
+ * contribution may be merged twice (a RESULT_REQUEST re-carries what a dead
+ * parent may have lost) without changing the result. */
+static uint64_t combine(era_op_t op, uint64_t a, uint64_t b)
+{
+    switch (op) {
+    case ERA_OP_BOR: return a | b;
+    case ERA_OP_MAX: return a > b ? a : b;
+    case ERA_OP_MIN: return a < b ? a : b;
+    case ERA_OP_BAND:
+    default: return a & b;
+    }
+}
+
 int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
 {
-    if (!e || (nacked && !acked)) return ERA_EINVAL;
+    return era_start_op(e, ERA_OP_BAND, flag, acked, nacked, inst);
+}
+
+int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
+{
+    if (!e || (nacked && !acked) || op < ERA_OP_BAND || op > ERA_OP_MIN) return ERA_EINVAL;
     for (uint32_t i = 0; i < nacked; i++)
         if (acked[i] >= e->n) return ERA_EINVAL;
     if (e->last_started != e->last_decided) return ERA_EBUSY;
@@ -996,7 +1016,8 @@ int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, u
     for (uint32_t i = 0; i < r->A.n; i++) us_add(e, &r->AK, order_key(e, r->A.v[i]));
     r->n = e->n - r->A.n;
     r->my = pos_of(e, r, e->me);
-    r->agg_flag &= flag;
+    r->op = op;
+    r->agg_flag = flag; /* nothing was merged before the start (early messages wait in pend) */
     r->own_acks.n = 0;
     for (uint32_t i = 0; i < nacked; i++) us_add(e, &r->own_acks, acked[i]);
     us_copy(e, &r->agg_acks, &r->own_acks);
@@ -1123,7 +1144,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
             e->nrejected++;
             return;
         }
-        r->agg_flag &= f;
+        r->agg_flag = combine(r->op, r->agg_flag, f);
         for (uint32_t i = 0; i < ni; i++, off += 8) {
 #ifdef ERA_MUTANT_FIRST_INTERVAL
             if (i > 0) continue;

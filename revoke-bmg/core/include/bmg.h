@@ -30,12 +30,15 @@
  * Variants:
  *   BMG_VARIANT_FLOOD  every process forwards to all its BMG neighbours
  *                      (+-2^k mod P); a dead +-1 neighbour is walked past.
- *   BMG_VARIANT_LEAN   every process forwards along a 4-nomial spanning tree
- *                      rooted at rank 0 (depth ceil(log4 P), about the BMG's
- *                      diameter); dead tree vertices are bypassed
- *                      (contracted), so failures cost messages only near
- *                      the failed vertex. P-1 messages instead of
- *                      ~P*(deg-1) when nothing fails.
+ *   BMG_VARIANT_LEAN   every process forwards along the 4-nomial spanning
+ *                      tree rooted at the broadcast's origin (depth
+ *                      ceil(log4 P), about the BMG's diameter, from
+ *                      whichever rank starts it); dead tree vertices are
+ *                      bypassed (contracted), so failures cost messages only
+ *                      near the failed vertex. P-1 messages instead of
+ *                      ~P*(deg-1) when nothing fails. Several origins of one
+ *                      epoch (processes revoking at once) each run along
+ *                      their own tree: k origins, at most k(P-1) messages.
  */
 #ifndef FTSLIDE_BMG_H
 #define FTSLIDE_BMG_H
@@ -81,11 +84,22 @@ uint32_t bmg_neighbors(uint32_t nprocs, uint32_t rank, uint32_t *out, uint32_t c
 /* Diameter of the BMG over nprocs ranks (BFS; O(P log P) time, O(P) memory).
  * Returns 0 for nprocs <= 1 and UINT32_MAX if memory runs out. */
 uint32_t bmg_diameter(uint32_t nprocs);
-/* Neighbours of `rank` in the lean variant's spanning tree (4-nomial tree
- * rooted at rank 0: parent(v) = v with its lowest nonzero base-4 digit
+/* Neighbours of `rank` in the 4-nomial tree
+ * rooted at rank 0 (the lean tree of a broadcast from rank 0): parent(v) = v with its lowest nonzero base-4 digit
  * cleared; children v + m*4^j, m = 1..3, for every 4^j below that digit).
  * Same conventions as bmg_neighbors(); the parent comes first. */
 uint32_t bmg_tree_neighbors(uint32_t nprocs, uint32_t rank, uint32_t *out, uint32_t cap);
+/* The same tree rooted at `origin` (ranks shifted by origin mod nprocs): the
+ * lean variant's tree for a broadcast that `origin` started. */
+uint32_t bmg_lean_neighbors(uint32_t nprocs, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap);
+/* The k-nomial tree over nprocs ranks rooted at `origin` (k >= 2): with
+ * positions v = rank - origin mod nprocs, parent(v) = v with its lowest
+ * nonzero base-k digit cleared, children v + m*k^j (m = 1..k-1) for every k^j
+ * below that digit; depth ceil(log_k nprocs). k = 4 gives the two functions
+ * above; k >= nprocs a star around the origin. Same conventions (parent
+ * first; the count may exceed cap). */
+uint32_t bmg_knomial_neighbors(uint32_t nprocs, uint32_t k, uint32_t origin, uint32_t rank, uint32_t *out,
+                               uint32_t cap);
 
 /* ---- state machine -------------------------------------------------------- */
 
@@ -94,6 +108,11 @@ uint32_t bmg_tree_neighbors(uint32_t nprocs, uint32_t rank, uint32_t *out, uint3
 bmg_t *bmg_create(uint32_t nprocs, uint32_t me, bmg_variant_t variant,
                   const bmg_callbacks_t *cb, void *ctx);
 void bmg_destroy(bmg_t *b);
+/* Lean variant: use the k-nomial tree with k = radix (>= 2; default 4)
+ * instead of the 4-nomial one. Every process of the channel must set the same
+ * radix, before its first broadcast or message (BMG_EINVAL after, or for
+ * radix < 2). */
+int bmg_set_radix(bmg_t *b, uint32_t radix);
 
 /* Local call: start broadcasting `epoch` (> 0). Delivers locally and sends.
  * A no-op (BMG_OK) if an equal or higher epoch was already delivered. */

@@ -1,8 +1,9 @@
 /*
  * bmg.c - binomial-graph reliable broadcast, flooding and lean variants.
  *
- * State per process: the highest delivered epoch, the set of ranks known to
- * hold it ("have": ranks we sent it to or received it from), and the set of
+ * State per process: the highest delivered epoch, per origin of it seen here
+ * the set of ranks known to hold it ("have": ranks we sent it to or received
+ * it from; flooding keeps one such set), and the set of
  * ranks the failure detector reported dead, both as sorted rank arrays (so
  * the state is O(degree + failures), never O(P)). Every event ends with the same
  * idempotent step: compute the effective neighbours under the current dead
@@ -24,8 +25,9 @@
 #include <string.h>
 
 #define BMG_WIRE_MAGIC 0xB6u
-#define BMG_WIRE_VERSION 1u
+#define BMG_WIRE_VERSION 2u /* 2: the lean tree is rooted at each message's origin */
 #define BMG_MSG_BCAST 1u
+#define BMG_INLINE 16u /* entries of the rank arrays kept inside the object */
 
 struct bmg {
     uint32_t n, me;
@@ -39,12 +41,33 @@ struct bmg {
     size_t bytes;     /* heap held (footprint) */
     /* Sorted rank arrays: no array of P entries anywhere. */
     uint32_t *dead, ndead, capdead;   /* reported crashed */
-    uint32_t *have, nhave, caphave;   /* known to hold `epoch` */
+    /* Per origin of `epoch` seen here (lean: each origin's broadcast runs
+     * along the tree rooted at that origin; flooding: one entry), the ranks
+     * known to hold `epoch` from it: sent to or received from. */
+    struct bmg_src {
+        uint32_t origin;
+        uint32_t *have, nhave, caphave;
+    } *src;
+    uint32_t nsrc, capsrc;
     uint32_t *targets, ntg, captg;    /* scratch: effective neighbours */
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
+    uint32_t *nb, capnb;              /* scratch: tree neighbours of one vertex (lean) */
+    uint32_t radix;                   /* lean: the tree is k-nomial with k = radix (default 4) */
+    /* First storage of the arrays above, inside the object: a revoke among
+     * up to 17 ranks (every rank a neighbour of the origin on one node, one
+     * origin) allocates nothing more than the object itself. grow() moves an
+     * array to the heap when it outgrows its slot. */
+    uint32_t in_targets[BMG_INLINE], in_stack[16], in_nb[BMG_INLINE], in_have[BMG_INLINE];
+    struct bmg_src in_src[2];
 };
 
 /* ---- small helpers -------------------------------------------------------- */
+
+/* 1 if p is storage inside the object (never freed). */
+static int is_inline(const bmg_t *b, const void *p)
+{
+    return (const char *)p >= (const char *)b && (const char *)p < (const char *)(b + 1);
+}
 
 /* Grows *p (uint32 elements) to hold at least `need`; 0 on failure. */
 static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
@@ -52,12 +75,19 @@ static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
     if (need <= *cap) return 1;
     uint32_t nc = *cap ? *cap : 8;
     while (nc < need) nc = nc > UINT32_MAX / 2 ? need : 2 * nc;
-    uint32_t *q = realloc(*p, (size_t)nc * sizeof *q);
+    uint32_t *q;
+    int moved = *p && is_inline(b, *p);
+    if (moved) {
+        q = malloc((size_t)nc * sizeof *q);
+        if (q) memcpy(q, *p, (size_t)*cap * sizeof *q);
+    } else {
+        q = realloc(*p, (size_t)nc * sizeof *q);
+    }
     if (!q) {
         b->oom = 1;
         return 0;
     }
-    b->bytes += ((size_t)nc - *cap) * sizeof *q;
+    b->bytes += ((size_t)nc - (moved ? 0 : *cap)) * sizeof *q;
     *p = q;
     *cap = nc;
     return 1;
@@ -177,25 +207,40 @@ uint32_t bmg_diameter(uint32_t n)
     return far; /* circulant graph: the eccentricity of 0 is the diameter */
 }
 
-uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
+uint32_t bmg_knomial_neighbors(uint32_t n, uint32_t k, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap)
 {
     uint32_t cnt = 0;
-    if (n < 2 || v >= n) return 0;
-    /* weight of v's lowest nonzero base-4 digit ("infinite" for 0) */
-    uint64_t low = (uint64_t)1 << 34;
+    if (n < 2 || k < 2 || rank >= n || origin >= n) return 0;
+    uint64_t v = ((uint64_t)rank + n - origin) % n; /* position in the tree rooted at origin */
+    /* weight of v's lowest nonzero base-k digit ("infinite" for the root) */
+    uint64_t low = UINT64_MAX;
     if (v) {
         low = 1;
-        while ((v / low) % 4 == 0) low *= 4;
-        add_unique(out, &cnt, cap, (uint32_t)(v - (v / low) % 4 * low)); /* parent: that digit cleared */
+        while ((v / low) % k == 0) low *= k;
+        uint64_t parent = v - (v / low) % k * low; /* that digit cleared */
+        if (cnt < cap) out[cnt] = (uint32_t)((parent + origin) % n);
+        cnt++;
     }
-    for (uint64_t w = 1; w < low && v + w < n; w *= 4)
-        for (uint64_t m = 1; m < 4 && v + m * w < n; m++) add_unique(out, &cnt, cap, (uint32_t)(v + m * w));
+    /* children v + m*w, m = 1..k-1, for every power w of k below that digit
+     * (all distinct: no check needed) */
+    for (uint64_t w = 1; w < low && v + w < n;) {
+        for (uint64_t m = 1; m < k && v + m * w < n; m++) {
+            if (cnt < cap) out[cnt] = (uint32_t)((v + m * w + origin) % n);
+            cnt++;
+        }
+        if (w > UINT64_MAX / k) break;
+        w *= k;
+    }
     return cnt;
+}
+
+uint32_t bmg_tree_neighbors(uint32_t n, uint32_t v, uint32_t *out, uint32_t cap)
+{
+    return bmg_knomial_neighbors(n, 4, 0, v, out, cap);
 }
 
 /* ---- effective neighbours -------------------------------------------------- */
 
-#define MAX_TREE_DEG 49u /* 4-nomial, n < 2^32: a parent and 3 children per digit */
 
 /* Appends r to the target list unless present. */
 static void add_target(bmg_t *b, uint32_t r)
@@ -240,13 +285,31 @@ static uint32_t flood_targets(bmg_t *b)
 #endif
 }
 
-/* Lean: the spanning tree with every dead vertex contracted into its
- * neighbours: the targets are the alive vertices reachable from `me` along
- * tree paths whose inner vertices are all dead. A tree has no cycles, so the
- * walk needs no visit marks: it never goes back to the vertex it came from. */
-static uint32_t lean_targets(bmg_t *b)
+uint32_t bmg_lean_neighbors(uint32_t n, uint32_t origin, uint32_t rank, uint32_t *out, uint32_t cap)
 {
-    uint32_t n = b->n, sp = 0, nb[MAX_TREE_DEG];
+    return bmg_knomial_neighbors(n, 4, origin, rank, out, cap);
+}
+
+/* The lean tree's neighbours of u (rooted at origin) into b->nb; their count
+ * (0 if memory runs out). */
+static uint32_t tree_nb(bmg_t *b, uint32_t origin, uint32_t u)
+{
+    uint32_t k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+    if (k > b->capnb) {
+        if (!grow(b, &b->nb, &b->capnb, k)) return 0;
+        k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+    }
+    return k;
+}
+
+/* Lean: the spanning tree rooted at `origin` with every dead vertex
+ * contracted into its neighbours: the targets are the alive vertices
+ * reachable from `me` along tree paths whose inner vertices are all dead. A
+ * tree has no cycles, so the walk needs no visit marks: it never goes back to
+ * the vertex it came from. */
+static uint32_t lean_targets(bmg_t *b, uint32_t origin)
+{
+    uint32_t n = b->n, sp = 0;
     b->ntg = 0;
     if (n < 2) return 0;
     if (!grow(b, &b->stack, &b->capstack, 2)) return 0;
@@ -254,9 +317,9 @@ static uint32_t lean_targets(bmg_t *b)
     b->stack[sp++] = b->me; /* "came from itself": nothing excluded */
     while (sp > 0) {
         uint32_t from = b->stack[--sp], u = b->stack[--sp];
-        uint32_t k = bmg_tree_neighbors(n, u, nb, MAX_TREE_DEG);
-        for (uint32_t i = 0; i < k && i < MAX_TREE_DEG; i++) {
-            uint32_t w = nb[i];
+        uint32_t k = tree_nb(b, origin, u);
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t w = b->nb[i];
             if (w == from || w == b->me) continue;
             if (!is_dead(b, w)) {
                 add_target(b, w);
@@ -273,23 +336,59 @@ static uint32_t lean_targets(bmg_t *b)
     return b->ntg;
 }
 
-/* Send the current epoch to every effective neighbour not known to hold it. */
+/* The entry of `origin` (flooding: the only one); created (with nothing
+ * known) when missing; NULL if memory runs out. */
+static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
+{
+    if (b->variant != BMG_VARIANT_LEAN) origin = b->nsrc ? b->src[0].origin : origin;
+    for (uint32_t i = 0; i < b->nsrc; i++)
+        if (b->src[i].origin == origin) return &b->src[i];
+    if (b->nsrc == b->capsrc) {
+        uint32_t nc = b->capsrc ? 2 * b->capsrc : 2;
+        int moved = is_inline(b, b->src);
+        struct bmg_src *q = moved ? malloc((size_t)nc * sizeof *q) : realloc(b->src, (size_t)nc * sizeof *q);
+        if (!q) {
+            b->oom = 1;
+            return NULL;
+        }
+        if (moved) memcpy(q, b->src, (size_t)b->capsrc * sizeof *q);
+        b->bytes += ((size_t)nc - (moved ? 0 : b->capsrc)) * sizeof *q;
+        b->src = q;
+        b->capsrc = nc;
+    }
+    struct bmg_src *e = &b->src[b->nsrc++];
+    memset(e, 0, sizeof *e);
+    e->origin = origin;
+    if (b->nsrc == 1) { /* the first origin keeps the object's own slot */
+        e->have = b->in_have;
+        e->caphave = BMG_INLINE;
+    }
+    return e;
+}
+
+/* Send the current epoch to every effective neighbour not known to hold it,
+ * along the tree of every origin seen (lean) or to the BMG neighbours
+ * (flooding). */
 static void forward(bmg_t *b)
 {
     unsigned char msg[BMG_MSG_SIZE];
-    uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b) : flood_targets(b);
     memset(msg, 0, sizeof msg);
     msg[0] = BMG_WIRE_MAGIC;
     msg[1] = BMG_WIRE_VERSION;
     msg[2] = BMG_MSG_BCAST;
     msg[3] = (unsigned char)b->variant;
-    put_u32(msg + 4, b->origin);
     put_u64(msg + 8, b->epoch);
-    for (uint32_t i = 0; i < cnt; i++) {
-        uint32_t t = b->targets[i];
-        if (t == b->me || !set_add(b, &b->have, &b->nhave, &b->caphave, t)) continue;
-        b->nsent++;
-        if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
+    for (uint32_t j = 0; j < b->nsrc; j++) {
+        uint32_t origin = b->src[j].origin;
+        uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b, origin) : flood_targets(b);
+        put_u32(msg + 4, origin);
+        for (uint32_t i = 0; i < cnt; i++) {
+            uint32_t t = b->targets[i];
+            struct bmg_src *e = &b->src[j]; /* (targets never reallocates src) */
+            if (t == b->me || !set_add(b, &e->have, &e->nhave, &e->caphave, t)) continue;
+            b->nsent++;
+            if (b->cb.send) b->cb.send(b->ctx, t, msg, sizeof msg);
+        }
     }
 }
 
@@ -299,8 +398,15 @@ static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
 {
     b->epoch = epoch;
     b->origin = origin;
-    b->nhave = 0;
-    if (from >= 0) set_add(b, &b->have, &b->nhave, &b->caphave, (uint32_t)from);
+    for (uint32_t i = 0; i < b->nsrc; i++) {
+        if (b->src[i].have && !is_inline(b, b->src[i].have)) {
+            b->bytes -= (size_t)b->src[i].caphave * sizeof(uint32_t);
+            free(b->src[i].have);
+        }
+    }
+    b->nsrc = 0;
+    struct bmg_src *e = src_of(b, origin);
+    if (e && from >= 0) set_add(b, &e->have, &e->nhave, &e->caphave, (uint32_t)from);
     forward(b);
     if (b->cb.deliver) b->cb.deliver(b->ctx, origin, epoch);
 }
@@ -322,6 +428,15 @@ bmg_t *bmg_create(uint32_t n, uint32_t me, bmg_variant_t variant, const bmg_call
     b->n = n;
     b->me = me;
     b->variant = variant;
+    b->radix = 4;
+    b->targets = b->in_targets;
+    b->captg = BMG_INLINE;
+    b->stack = b->in_stack;
+    b->capstack = 16;
+    b->nb = b->in_nb;
+    b->capnb = BMG_INLINE;
+    b->src = b->in_src;
+    b->capsrc = 2;
     if (cb) b->cb = *cb;
     b->ctx = ctx;
     b->bytes = sizeof *b;
@@ -332,10 +447,20 @@ void bmg_destroy(bmg_t *b)
 {
     if (!b) return;
     free(b->dead);
-    free(b->have);
-    free(b->targets);
-    free(b->stack);
+    for (uint32_t i = 0; i < b->nsrc; i++)
+        if (!is_inline(b, b->src[i].have)) free(b->src[i].have);
+    if (!is_inline(b, b->src)) free(b->src);
+    if (!is_inline(b, b->targets)) free(b->targets);
+    if (!is_inline(b, b->stack)) free(b->stack);
+    if (!is_inline(b, b->nb)) free(b->nb);
     free(b);
+}
+
+int bmg_set_radix(bmg_t *b, uint32_t radix)
+{
+    if (!b || radix < 2 || b->epoch != 0) return BMG_EINVAL;
+    b->radix = radix;
+    return BMG_OK;
 }
 
 int bmg_broadcast(bmg_t *b, uint64_t epoch)
@@ -359,7 +484,13 @@ int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
     if (epoch > b->epoch) {
         adopt(b, epoch, origin, from);
     } else if (epoch == b->epoch) {
-        set_add(b, &b->have, &b->nhave, &b->caphave, from); /* duplicate: the sender holds it, never send it back */
+        /* duplicate: the sender holds it, never send it back; a new origin of
+         * the same epoch (several processes revoke at once) is forwarded along
+         * its own tree too (lean), so each origin's broadcast is complete */
+        uint32_t known = b->nsrc;
+        struct bmg_src *e = src_of(b, origin);
+        if (e) set_add(b, &e->have, &e->nhave, &e->caphave, from);
+        if (b->nsrc > known) forward(b);
     }
     /* epoch < b->epoch: stale, superseded by what we already forwarded */
     return finish(b);

@@ -13,13 +13,27 @@
  *              come GRACE_S seconds after this rank saw it dead (an origin that
  *              dies after sending only to dead peers revokes nobody; then no
  *              survivor may see the revoke)
- *   shrink_i   return of the shrink, members_i its members as world ranks
+ *   shrink_i   return of the shrink, members_i the members of c after it (and
+ *              after the reshrinks below) as world ranks
  *   sent_i     messages our reliable broadcast sent here during round i (pvar
  *              mpi_ft_bmg_messages_sent; -1 if the variable is missing)
  *   usent_i    the same for upstream's (pvar mpi_ft_rbcast_messages_sent)
  * and finished=1. Victims die at kill points inside the broadcast (FTSLIDE_KILL
  * R@bmg_sent_N / R@bmg_deliver_N, counted over the whole run) or at
  * before_revoke_i here (never the origin of round i: nobody would revoke).
+ *
+ * A kill point may fire late: a victim that forwards a revoke after the
+ * round's shrink decided it alive dies during that shrink or in the next
+ * round, so c may hold a dead process. The program then recovers as ULFM asks of an application:
+ *  - the dup of c is made uniform: a rank whose dup failed revokes c (ranks
+ *    still inside the dup's context-id allocation wait for it otherwise), all
+ *    agree on the outcome, and on failure free what they got, shrink c and
+ *    dup again (dups_i counts the attempts);
+ *  - a rank whose barrier on c failed revokes c, so that nobody stays in it;
+ *  - after the shrink all agree that every member of the result is alive,
+ *    and shrink again while that agreement reports a failure (reshrinks_i):
+ *    members_i is the membership after that.
+ * The revoke under test is the one of d; c is only ever shrunk.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -76,6 +90,40 @@ static const char *wait_revoked(MPI_Request *req, MPI_Comm comm, int origin)
     }
 }
 
+/* Replace *c by its shrink (errors returned). */
+static void shrink_into(MPI_Comm *c)
+{
+    MPI_Comm shrunk;
+    MPIX_Comm_shrink(*c, &shrunk);
+    MPI_Comm_free(c);
+    *c = shrunk;
+    MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
+}
+
+/* A dup of *c that succeeded at every rank still there; after a failed
+ * attempt *c is shrunk and the dup tried again. */
+static MPI_Comm dup_uniform(MPI_Comm *c, int world_rank, int round)
+{
+    for (int attempt = 1;; attempt++) {
+        MPI_Comm d = MPI_COMM_NULL;
+        int ok = MPI_SUCCESS == MPI_Comm_dup(*c, &d);
+        if (!ok) {
+            MPIX_Comm_revoke(*c); /* peers may still wait in the dup */
+        }
+        int all_ok = ok;
+        MPIX_Comm_agree(*c, &all_ok); /* the flag is agreed even when this reports a failure */
+        if (all_ok) {
+            printf("ftcheck rank=%d dups_%d=%d\n", world_rank, round, attempt);
+            MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
+            return d;
+        }
+        if (ok) {
+            MPI_Comm_free(&d);
+        }
+        shrink_into(c);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -92,18 +140,18 @@ int main(int argc, char **argv)
     MPI_Comm c = ftcheck_dup_world();
     for (int i = 1; i <= rounds; i++) {
         int rank, size;
+        MPI_Comm d = dup_uniform(&c, world_rank, i);
         MPI_Comm_rank(c, &rank);
         MPI_Comm_size(c, &size);
-        MPI_Comm d;
-        MPI_Comm_dup(c, &d);
-        MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
         int value;
         MPI_Request req;
         MPI_Irecv(&value, 1, MPI_INT, rank, 7, d, &req);
         /* read before the barrier: a peer may revoke while we are still in it */
         unsigned long long before = have_pvar ? ftslide_pvar_read(&sent) : 0;
         unsigned long long ubefore = have_upvar ? ftslide_pvar_read(&usent) : 0;
-        MPI_Barrier(c);
+        if (MPI_SUCCESS != MPI_Barrier(c)) {
+            MPIX_Comm_revoke(c); /* peers may still wait in the barrier */
+        }
         if (rank != origin % size) { /* if the origin died here, nobody would revoke */
             ftslide_killpointf(world_rank, "before_revoke_%d", i);
         }
@@ -124,6 +172,14 @@ int main(int argc, char **argv)
         MPI_Comm_free(&c);
         c = shrunk;
         MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        /* a process may die after the shrink decided it alive: agree that every
+         * member is, shrink again while that reports a failure */
+        int reshrinks = 0;
+        for (int flag = 1; MPI_SUCCESS != MPIX_Comm_agree(c, &flag); flag = 1) {
+            shrink_into(&c);
+            reshrinks++;
+        }
+        printf("ftcheck rank=%d reshrinks_%d=%d\n", world_rank, i, reshrinks);
         MPI_Comm_size(c, &size);
         MPI_Group group, world_group;
         MPI_Comm_group(c, &group);

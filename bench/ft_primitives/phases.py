@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""agree, iagree, shrink, ishrink and revoke before a failure, first call after it, later calls (ft_phases.c).
+
+    python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
+                                         [--modules upstream,ours] [--repeat 9] [--iterations 20]
+                                         [--victim 0] [--breakdown-runs 3] [--raw FILE.json]
+
+For every repetition, np and operation, one mpirun per module set, the sets interleaved run by run
+(their order alternates between repetitions), so that the machine's load hits them alike. Each run
+times, at the slowest rank: ITER calls before any failure (their median), the first call after the
+victim SIGKILLed itself (one value: it includes the discovery of the failure) and ITER later calls with
+the dead rank still a member (their median). Printed: the median over the repetitions with its
+quartiles, the ratio of the medians to the first module set, and a breakdown from MPI_T counters, read in
+--breakdown-runs more runs (the timed runs do not open MPI_T: with pvar sessions open, failures were reported
+sooner to the upstream module set than to ours, which skewed the first calls)
+(our agreements per call, of them Open MPI's internal MAX/MIN allreduces, calls handed to another
+agreement module, decisions with MPI_ERR_PROC_FAILED, time in our agreements, time waiting for the
+failure to be reported, reliable-broadcast messages per revoke). Load averages are printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ftslide.build import mpi  # noqa: E402
+from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.errors import FtslideError  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
+from run import MODULE_SETS  # noqa: E402
+
+SOURCE = Path(__file__).with_name("ft_phases.c")
+OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
+# ishrink is left out by default: Open MPI 5.0.7 has no MPIX_Comm_ishrink, and its internal non-blocking
+# shrink (ompi_comm_ishrink_internal, which ft_phases.c calls) releases its failed group before the retry
+# agreement that follows MPI_ERR_PROC_FAILED and passes the freed pointer on: the first ishrink after a
+# failure aborts (free(): invalid pointer) with upstream's agreement and hangs with ours. Its "before" phase works.
+# detect: the failure detection alone (a receive from the victim until MPIX_ERR_PROC_FAILED), the reference
+# for the first calls, whose time it dominates.
+DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "revoke")
+PHASES = ("before", "first", "later")
+COUNTERS = ("inst", "minmax", "fallbacks", "proc_failed", "agree_us", "detect_us", "rbmsgs")
+LINE = re.compile(r"ft_phases op=(\w+) np=(\d+) phase=(\w+) us=([\d.]+) q1=[\d.]+ q3=[\d.]+ "
+                  + " ".join(rf"{c}=(-?[\d.]+)" for c in COUNTERS))
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], statistics.median(values), q[2]
+
+
+def measure(prefix: Path, binary: Path, np: int, op: str, mca: list[str], iterations: int,
+            victim: int, counters: bool = False) -> dict[str, dict[str, float]]:
+    args = [*mca, *(["-x", "FT_PHASES_COUNTERS=1"] if counters else []), "-np", str(np), str(binary), op,
+            str(iterations), str(victim)]
+    result = mpi.run(prefix, args, timeout=300)
+    got = {}
+    for m in LINE.finditer(result.stdout):
+        got[m.group(3)] = {"us": float(m.group(4)), **{c: float(v) for c, v in zip(COUNTERS, m.groups()[4:])}}
+    if set(got) != set(PHASES):
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        tail = next((line for line in lines if "ft_phases" in line or "MPI_ERR" in line),
+                    lines[-1] if lines else "no output")
+        raise FtslideError(f"{op} at np {np} with {' '.join(mca) or 'defaults'} failed "
+                           f"(exit {result.returncode}): {tail}")
+    return got
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--np", default="4,8,16", help="comma-separated process counts, at least 3 (default 4,8,16)")
+    parser.add_argument("--ops", default=",".join(DEFAULT_OPS),
+                        help=f"comma-separated operations ({', '.join(OPS)}; default {','.join(DEFAULT_OPS)}: "
+                             "ishrink's first call after a failure hits a bug of Open MPI 5.0.7, see OPS)")
+    parser.add_argument("--modules", default="upstream,ours",
+                        help=f"comma-separated module sets, the first is the baseline ({', '.join(MODULE_SETS)})")
+    parser.add_argument("--repeat", type=int, default=9, help="runs per np, operation and module set (default 9)")
+    parser.add_argument("--iterations", type=int, default=20,
+                        help="calls timed before and after the failure in each run (default 20)")
+    parser.add_argument("--victim", type=int, default=0, help="rank that is SIGKILLed (default 0, the root of "
+                        "fixed trees); the revoke's origin is the next rank")
+    parser.add_argument("--breakdown-runs", type=int, default=3,
+                        help="extra runs per np, operation and module set with the MPI_T counters read (the timed "
+                             "runs go without MPI_T, which changed how soon failures were reported; default 3)")
+    parser.add_argument("--raw", type=Path, help="also write every run's values to this JSON file")
+    args = parser.parse_args()
+    try:
+        counts = [int(n) for n in args.np.split(",")]
+        if any(n < 3 for n in counts):
+            raise ValueError
+    except ValueError:
+        print(f"phases.py: error: --np takes process counts of at least 3, e.g. 4,8,16 (got {args.np!r})",
+              file=sys.stderr)
+        return 2
+    ops = args.ops.split(",")
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        print(f"phases.py: error: unknown operation {bad[0]!r}: choose from {', '.join(OPS)}", file=sys.stderr)
+        return 2
+    sets = args.modules.split(",")
+    unknown = [name for name in sets if name not in MODULE_SETS]
+    if unknown:
+        print(f"phases.py: error: unknown module set {unknown[0]!r}: choose from {', '.join(MODULE_SETS)}",
+              file=sys.stderr)
+        return 2
+    if args.repeat < 1 or args.iterations < 1 or args.breakdown_runs < 0:
+        print("phases.py: error: --repeat and --iterations take counts of at least 1, --breakdown-runs of at least 0",
+              file=sys.stderr)
+        return 2
+    if any(not 0 <= args.victim < n for n in counts):
+        print(f"phases.py: error: --victim must be a rank of every np (got {args.victim})", file=sys.stderr)
+        return 2
+    start_load = load()
+    runs: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
+    counted: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
+    try:
+        prefix = require_prefix()
+        binary = mpi.compile_program(prefix, [SOURCE])
+        for rep in range(args.repeat):
+            order = sets if rep % 2 == 0 else list(reversed(sets))
+            for np in counts:
+                for op in ops:
+                    for name in order:
+                        runs.setdefault((np, op, name), []).append(
+                            measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim))
+            print(f"repetition {rep + 1}/{args.repeat} done (load {load()})", file=sys.stderr, flush=True)
+        for rep in range(args.breakdown_runs):
+            order = sets if rep % 2 == 0 else list(reversed(sets))
+            for np in counts:
+                for op in ops:
+                    for name in order:
+                        counted.setdefault((np, op, name), []).append(
+                            measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim,
+                                    counters=True))
+    except FtslideError as exc:
+        print(f"phases.py: error: {exc}", file=sys.stderr)
+        return 1
+    end_load = load()
+    if args.raw:
+        args.raw.write_text(json.dumps({"timed": {f"{np} {op} {name}": v for (np, op, name), v in runs.items()},
+                                        "counters": {f"{np} {op} {name}": v for (np, op, name), v in
+                                                     counted.items()}}, indent=1))
+    rows, breakdown = [], []
+    for np in counts:
+        for op in ops:
+            for phase in PHASES:
+                base = None
+                row = [np, op, phase]
+                for name in sets:
+                    q1, med, q3 = quartiles([r[phase]["us"] for r in runs[(np, op, name)]])
+                    base = base or med
+                    row += [f"{med:.1f} [{q1:.1f}-{q3:.1f}]"]
+                    if name != sets[0]:
+                        row += [f"{med / base:.2f}x"]
+                    with_counters = counted.get((np, op, name))
+                    if not with_counters:
+                        continue
+                    counters = {c: statistics.median(r[phase][c] for r in with_counters) for c in COUNTERS}
+                    breakdown.append([np, op, phase, name, *(("-" if counters[c] < 0 else
+                                                              f"{counters[c]:.1f}") for c in COUNTERS)])
+                rows.append(row)
+    header = ["np", "op", "phase", f"{sets[0]} us [q1-q3]"]
+    for name in sets[1:]:
+        header += [f"{name} us [q1-q3]", f"{name}/{sets[0]}"]
+    print_table(header, rows)
+    print(f"slowest rank per call; before/later: median of {args.iterations} calls per run; first: one call per "
+          f"run; medians and quartiles over {args.repeat} runs, module sets interleaved; victim rank "
+          f"{args.victim}; np oversubscribed on {os.cpu_count()} cores; load average {start_load} at the start, "
+          f"{end_load} at the end")
+    print()
+    print_table(["np", "op", "phase", "modules", "our agreements/call", "of them MAX/MIN", "handed on/call",
+                 "PROC_FAILED/call", "in our agreement us", "failure wait us", "rbcast msgs/call"], breakdown)
+    print(f"per call, max over ranks (rbcast msgs: sum over ranks), median over {args.breakdown_runs} more runs "
+          "with the MPI_T counters read; '-': counter absent (module set without coll/ftera)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
