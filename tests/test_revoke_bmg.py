@@ -4,7 +4,7 @@ All runs use real processes of the project's Open MPI build and real SIGKILLs:
 
 - ompi_info lists mpi_ft_reliable_bcast with our two algorithms, ours (lean) is the default, an invalid
   value is refused naming the valid ones;
-- our module really carries the revoke (its MPI_T counter mpi_ft_bmg_messages_sent: exactly np-1 messages for
+- our module really carries the revoke (its MPI_T counter mpi_ft_ftslide_messages_sent: exactly np-1 messages for
   lean without failures, more for flooding, none with upstream's algorithm selected);
 - the conformance suite (tests/test_conformance.py) passes with our flooding variant and with upstream's
   binomial-graph diffusion (ours lean is the default, so test_conformance.py itself runs on lean);
@@ -36,7 +36,7 @@ VARIANTS = {
     "lean": ("--mca", "mpi_ft_reliable_bcast", "ftslide_lean"),
     # the lean tree with inner vertices: the 4-nomial one (the default on one node, auto, is a star around the
     # origin: every vertex but the origin is a leaf)
-    "lean4": ("--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_bmg_radix", "4"),
+    "lean4": ("--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_ftslide_radix", "4"),
     "upstream": ("--mca", "mpi_ft_reliable_bcast", "bmg"),
 }
 VALID = "Valid values: 0|none, 1|bmg, 2|full, 3|ftslide_flood, 4|ftslide_lean"
@@ -75,22 +75,22 @@ def test_invalid_value_is_refused(mpi_prefix, mpi_program):
 
 @pytest.mark.parametrize("radix", ["1", "-3"])
 def test_invalid_radix_gets_one_line_and_auto(mpi_prefix, mpi_program, radix):
-    """mpi_ft_bmg_radix below 2 (and not 0): one line naming the parameter at MPI_Init, then auto (a star on one
+    """mpi_ft_ftslide_radix below 2 (and not 0): one line naming the parameter at MPI_Init, then auto (a star on one
     node: still one message per other process)."""
     run = run_program(mpi_prefix, mpi_program("revoke/revoke_kill.c"), 4, args=["1", "0"],
-                      mpirun_options=["--mca", "mpi_ft_bmg_radix", radix], timeout=60)
+                      mpirun_options=["--mca", "mpi_ft_ftslide_radix", radix], timeout=60)
     text = run.stdout + run.stderr
     assert run.returncode == 0, run.describe()
-    assert f"ftbmg: mpi_ft_bmg_radix {radix} is neither 0 (auto) nor a radix of at least 2; using 0 (auto)" in text, \
+    assert f"ftslide_rbcast: mpi_ft_ftslide_radix {radix} is neither 0 (auto) nor a radix of at least 2; using 0 (auto)" in text, \
         run.describe()
     assert run.values("rc_1", range(4)) == {r: REVOKED for r in range(4)}, run.describe()
     assert sent_total(run, range(4), "sent_1") == 3, run.describe()
 
 
 def test_radix_is_listed(mpi_prefix):
-    """ompi_info lists mpi_ft_bmg_radix with its default, 0 (auto)."""
+    """ompi_info lists mpi_ft_ftslide_radix with its default, 0 (auto)."""
     result = ompi_info(mpi_prefix, "--param", "mpi", "all", "--level", "9")
-    assert re.search(r"mpi_ft_bmg_radix.*\b0\b", result.stdout), result.stdout[-2000:]
+    assert re.search(r"mpi_ft_ftslide_radix.*\b0\b", result.stdout), result.stdout[-2000:]
 
 
 def survivors_after(run, np, victims, rounds, revoked=(REVOKED,)):
@@ -246,7 +246,7 @@ def test_refused_rendezvous_send_fails(mpi_prefix, mpi_program, variant):
 
 def _finalize_counters(text):
     return [tuple(map(int, m.groups())) for m in
-            re.finditer(r"ftbmg: (\d+) messages sent, (\d+) broadcasts delivered, (\d+) kept for later, "
+            re.finditer(r"ftslide_rbcast: (\d+) messages sent, (\d+) broadcasts delivered, (\d+) kept for later, "
                         r"(\d+) dropped", text)]
 
 

@@ -25,7 +25,7 @@
  *          internal allreduces; calls handed to another module; decided with
  *          MPI_ERR_PROC_FAILED; time from start to decision; time from start to
  *          the first failure fed during the instance);
- *   revoke mpi_ft_bmg_messages_sent + mpi_ft_rbcast_messages_sent (ours + upstream's).
+ *   revoke mpi_ft_ftslide_messages_sent + mpi_ft_rbcast_messages_sent (ours + upstream's).
  * Per phase: max over ranks of each ftera counter per call (ns as us), sum over
  * ranks of the broadcast messages per call. Output, first rank of the survivors:
  *
@@ -59,7 +59,7 @@ static int victim_rank = -1;
 enum { C_INST, C_MINMAX, C_FALLBACK, C_PROC_FAILED, C_AGREE_NS, C_DETECT_NS, C_BMG, C_RBCAST, NCOUNTERS };
 static const char *counter_names[NCOUNTERS] = {
     "coll_ftera_instances", "coll_ftera_minmax", "coll_ftera_fallbacks", "coll_ftera_proc_failed",
-    "coll_ftera_agree_ns", "coll_ftera_detect_ns", "mpi_ft_bmg_messages_sent", "mpi_ft_rbcast_messages_sent"};
+    "coll_ftera_agree_ns", "coll_ftera_detect_ns", "mpi_ft_ftslide_messages_sent", "mpi_ft_rbcast_messages_sent"};
 static ftslide_pvar_t counters[NCOUNTERS];
 static int have[NCOUNTERS];
 

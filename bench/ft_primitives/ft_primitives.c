@@ -86,7 +86,7 @@ static double time_revoke(int repetitions, double *messages)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     ftslide_pvar_t ours, upstream;
-    ftslide_pvar_t *o = ftslide_pvar_open(&ours, "mpi_ft_bmg_messages_sent") == 0 ? &ours : NULL;
+    ftslide_pvar_t *o = ftslide_pvar_open(&ours, "mpi_ft_ftslide_messages_sent") == 0 ? &ours : NULL;
     ftslide_pvar_t *u = ftslide_pvar_open(&upstream, "mpi_ft_rbcast_messages_sent") == 0 ? &upstream : NULL;
     unsigned long long before = rbcast_messages(o, u);
     double *times = malloc(sizeof(double) * (size_t)repetitions);

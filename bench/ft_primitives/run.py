@@ -42,7 +42,7 @@ MODULE_SETS = {
     "ours-binomial": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
                       "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
     "ours-radix4": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
-                    "--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_bmg_radix", "4"],
+                    "--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_ftslide_radix", "4"],
     "ours-flood": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
                    "--mca", "mpi_ft_reliable_bcast", "ftslide_flood"],
     "ours-uniform": ["--mca", "coll_ftera_mode", "uniform", "--mca", "coll_ftera_tree", "knomial4",

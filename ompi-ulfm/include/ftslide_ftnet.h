@@ -19,9 +19,10 @@
  *                       failures only after one)
  *
  * Header-only (static functions; each module keeps its own queue, stash and
- * gate, as its messages go on its own BTL tag), like ftslide_killpoint.h. It is
- * overlaid into ompi/communicator/ft/bmg with ompi-ulfm/include; no locking
- * (both modules step aside under MPI_THREAD_MULTIPLE).
+ * gate, as its messages go on its own BTL tag, both tags below), like
+ * ftslide_killpoint.h. It is overlaid into ompi/communicator/ft/ftslide with
+ * ompi-ulfm/include; no locking (both modules step aside under
+ * MPI_THREAD_MULTIPLE).
  */
 #ifndef FTSLIDE_FTNET_H
 #define FTSLIDE_FTNET_H
@@ -37,6 +38,13 @@
 #include "ompi/mca/bml/base/base.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/proc/proc.h"
+
+/* ---- BTL tags ---------------------------------------------------------------- */
+
+/* Our active-message tags. 0x30 (reliable broadcast) and 0x31 (ftagree) are
+ * upstream ULFM's; ours follow, below MCA_BTL_TAG_PML (0x40). */
+#define FTSLIDE_RBCAST_BTL_TAG 0x32 /* our reliable broadcast (the revoke) */
+#define FTSLIDE_ERA_BTL_TAG 0x33    /* coll/ftera (the agreement) */
 
 /* ---- names ------------------------------------------------------------------ */
 

@@ -1,10 +1,10 @@
 /*
  * Reading one MPI_T performance variable of this process by name, for the
- * tests and benchmarks (for instance mpi_ft_bmg_messages_sent, the messages
+ * tests and benchmarks (for instance mpi_ft_ftslide_messages_sent, the messages
  * our reliable broadcast has sent):
  *
  *     ftslide_pvar_t sent;
- *     if (ftslide_pvar_open(&sent, "mpi_ft_bmg_messages_sent") == 0) {
+ *     if (ftslide_pvar_open(&sent, "mpi_ft_ftslide_messages_sent") == 0) {
  *         unsigned long long before = ftslide_pvar_read(&sent);
  *         ... MPIX_Comm_revoke(...) ...
  *         unsigned long long n = ftslide_pvar_read(&sent) - before;

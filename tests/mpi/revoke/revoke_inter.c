@@ -7,7 +7,7 @@
  * inter-communicator. Every rank posts on it a receive from remote rank 0 that
  * is never matched; after a barrier world rank ORIGIN revokes it. Reports
  * rc (MPIX_ERR_REVOKED expected in both groups), is_revoked, sent (messages
- * our reliable broadcast sent here, pvar mpi_ft_bmg_messages_sent, -1 if
+ * our reliable broadcast sent here, pvar mpi_ft_ftslide_messages_sent, -1 if
  * missing) and finished=1.
  */
 #include <stdlib.h>
@@ -26,7 +26,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     ftslide_pvar_t sent;
-    int have_pvar = ftslide_pvar_open(&sent, "mpi_ft_bmg_messages_sent") == 0;
+    int have_pvar = ftslide_pvar_open(&sent, "mpi_ft_ftslide_messages_sent") == 0;
     MPI_Comm local, inter;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &local);
     MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 5, &inter);

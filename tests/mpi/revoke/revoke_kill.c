@@ -16,7 +16,7 @@
  *   shrink_i   return of the shrink, members_i the members of c after it (and
  *              after the reshrinks below) as world ranks
  *   sent_i     messages our reliable broadcast sent here during round i (pvar
- *              mpi_ft_bmg_messages_sent; -1 if the variable is missing)
+ *              mpi_ft_ftslide_messages_sent; -1 if the variable is missing)
  *   usent_i    the same for upstream's (pvar mpi_ft_rbcast_messages_sent)
  * and finished=1. Victims die at kill points inside the broadcast (FTSLIDE_KILL
  * R@bmg_sent_N / R@bmg_deliver_N, counted over the whole run) or at
@@ -135,7 +135,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     ftslide_pvar_t sent, usent;
-    int have_pvar = ftslide_pvar_open(&sent, "mpi_ft_bmg_messages_sent") == 0;
+    int have_pvar = ftslide_pvar_open(&sent, "mpi_ft_ftslide_messages_sent") == 0;
     int have_upvar = ftslide_pvar_open(&usent, "mpi_ft_rbcast_messages_sent") == 0;
     MPI_Comm c = ftcheck_dup_world();
     for (int i = 1; i <= rounds; i++) {

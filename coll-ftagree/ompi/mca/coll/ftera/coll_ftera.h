@@ -6,7 +6,7 @@
  * coll-ftagree/core (era.h). This component is the adapter around it:
  *
  *   - transport: BTL active messages on a tag of our own
- *     (MCA_COLL_FTERA_BTL_TAG), sent through the BML endpoint of the peer;
+ *     (FTSLIDE_ERA_BTL_TAG, ftslide_ftnet.h), sent through the BML endpoint of the peer;
  *   - failures: Open MPI's per-communicator failure callback
  *     (ompi_rank_failure_cbfunc) feeds era_failure(); the ranks already
  *     known failed are fed when the communicator is set up and before each
@@ -31,11 +31,6 @@
 #include "era.h"
 
 BEGIN_C_DECLS
-
-/* Active-message tag. 0x30 (reliable broadcast) and 0x31 (ftagree) are
- * upstream's FT tags; 0x32 is left for ftslide's revoke; we take 0x33, still
- * below MCA_BTL_TAG_PML (0x40). */
-#define MCA_COLL_FTERA_BTL_TAG 0x33
 
 /* Header in front of every fragment on the wire: which communicator
  * (extended CID and epoch, identical at every member), the sender's rank in

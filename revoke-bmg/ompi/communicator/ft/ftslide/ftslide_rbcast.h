@@ -1,12 +1,12 @@
 /*
- * comm_ft_bmg.h - ftslide's reliable broadcast for ULFM's FT layer.
+ * ftslide_rbcast.h - ftslide's reliable broadcast for ULFM's FT layer.
  *
  * The revoke of a communicator (MPIX_Comm_revoke) is broadcast by our BMG core
  * (bmg.h, revoke-bmg/core of the ftslide repository) in one of its two
  * variants, flooding or lean, as BTL active messages on our own tag
- * (OMPI_COMM_FTBMG_BTL_TAG). It is one of the algorithms of the MCA parameter
- * mpi_ft_reliable_bcast, which this file's code registers (as an enum, so that
- * Open MPI refuses an invalid value naming the valid ones):
+ * (FTSLIDE_RBCAST_BTL_TAG, ftslide_ftnet.h). It is one of the algorithms of the
+ * MCA parameter mpi_ft_reliable_bcast, which this file's code registers (as an
+ * enum, so that Open MPI refuses an invalid value naming the valid ones):
  *
  *   0 none           no reliable broadcast (revoke stays local)
  *   1 bmg            upstream's binomial-graph diffusion (tag 0x30)
@@ -19,15 +19,15 @@
  * propagator of comm_ft_propagator.c, off by default: mpi_ft_propagator_with_
  * rbcast) keeps upstream's binomial-graph diffusion, because our core carries
  * an epoch and no data. The hook in comm_ft_reliable_bcast.c
- * (ompi-ulfm/patches/0008) routes by message size.
+ * (ompi-ulfm/patches/ompi/04-rbcast-ftslide.patch) routes by message size.
  *
- * Hooked in by the same patch: ompi_comm_ftbmg_comm_ready() when a new
+ * Hooked in by the same patch: ftslide_rbcast_comm_ready() when a new
  * communicator is activated (replays messages that arrived before it
- * existed here) and ompi_comm_ftbmg_comm_freed() when one is destructed (its
+ * existed here) and ftslide_rbcast_comm_freed() when one is destructed (its
  * state goes, later messages for it are dropped).
  */
-#ifndef OMPI_COMM_FT_BMG_H
-#define OMPI_COMM_FT_BMG_H
+#ifndef FTSLIDE_RBCAST_H
+#define FTSLIDE_RBCAST_H
 
 #include "ompi_config.h"
 
@@ -35,10 +35,6 @@ BEGIN_C_DECLS
 
 struct ompi_communicator_t;
 struct ompi_comm_rbcast_message_t;
-
-/* 0x30 (upstream's rbcast) and 0x31 (ftagree) are upstream's FT tags, 0x33 is
- * coll/ftera's; below MCA_BTL_TAG_PML (0x40). */
-#define OMPI_COMM_FTBMG_BTL_TAG 0x32
 
 /* values of mpi_ft_reliable_bcast */
 enum {
@@ -52,7 +48,7 @@ enum {
 
 /* Hands a delivered broadcast to the FT layer's callback for msg->type
  * (provided by the patched comm_ft_reliable_bcast.c). */
-typedef int (*ompi_comm_ftbmg_deliver_fn_t)(struct ompi_communicator_t *comm,
+typedef int (*ftslide_rbcast_deliver_fn_t)(struct ompi_communicator_t *comm,
                                             struct ompi_comm_rbcast_message_t *msg);
 
 /* Messages upstream's diffusion (algorithms 1, 2, tag 0x30) has sent here:
@@ -61,18 +57,18 @@ typedef int (*ompi_comm_ftbmg_deliver_fn_t)(struct ompi_communicator_t *comm,
 extern unsigned long long ompi_comm_rbcast_upstream_sent;
 
 /* Registers mpi_ft_reliable_bcast (into *algorithm) and the MPI_T
- * performance variables mpi_ft_bmg_messages_sent (ours) and
+ * performance variables mpi_ft_ftslide_messages_sent (ours) and
  * mpi_ft_rbcast_messages_sent (upstream's). */
-int ompi_comm_ftbmg_register_params(int *algorithm);
+int ftslide_rbcast_register_params(int *algorithm);
 /* Starts our transport (BTL tag, failure hook). OMPI_ERR_NOT_SUPPORTED with
  * MPI_THREAD_MULTIPLE (no locking here): the caller falls back to upstream's. */
-int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver);
-int ompi_comm_ftbmg_finalize(void);
+int ftslide_rbcast_init(int lean, ftslide_rbcast_deliver_fn_t deliver);
+int ftslide_rbcast_finalize(void);
 /* Broadcasts a message without payload on comm (already delivered here). */
-int ompi_comm_ftbmg_bcast(struct ompi_communicator_t *comm, struct ompi_comm_rbcast_message_t *msg);
-void ompi_comm_ftbmg_comm_ready(struct ompi_communicator_t *comm);
-void ompi_comm_ftbmg_comm_freed(struct ompi_communicator_t *comm);
+int ftslide_rbcast_bcast(struct ompi_communicator_t *comm, struct ompi_comm_rbcast_message_t *msg);
+void ftslide_rbcast_comm_ready(struct ompi_communicator_t *comm);
+void ftslide_rbcast_comm_freed(struct ompi_communicator_t *comm);
 
 END_C_DECLS
 
-#endif /* OMPI_COMM_FT_BMG_H */
+#endif /* FTSLIDE_RBCAST_H */

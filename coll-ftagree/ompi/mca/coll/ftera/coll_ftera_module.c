@@ -43,8 +43,8 @@
 #include "opal/util/output.h"
 
 #include "ompi/communicator/communicator.h"
-#include "ompi/communicator/ft/bmg/ftslide_ftnet.h"
-#include "ompi/communicator/ft/bmg/ftslide_killpoint.h"
+#include "ompi/communicator/ft/ftslide/ftslide_ftnet.h"
+#include "ompi/communicator/ft/ftslide/ftslide_killpoint.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/errhandler/errhandler.h"
 #include "ompi/group/group.h"
@@ -85,7 +85,7 @@ static ftslide_gate_t ftera_gate; /* our place in ompi_rank_failure_cbfunc (ftsl
 static void ftera_set_offset(unsigned char *hdr, size_t offset);
 static void ftera_unreachable(ftslide_out_t *o);
 static void ftera_handed(ftslide_out_t *o, size_t fragments);
-static ftslide_sendq_t ftera_q = {.tag = MCA_COLL_FTERA_BTL_TAG, .set_offset = ftera_set_offset,
+static ftslide_sendq_t ftera_q = {.tag = FTSLIDE_ERA_BTL_TAG, .set_offset = ftera_set_offset,
                                   .unreachable = ftera_unreachable, .handed = ftera_handed};
 static uint32_t next_msg_id = 0;
 
@@ -787,10 +787,10 @@ int mca_coll_ftera_init_query(bool enable_progress_threads, bool enable_mpi_thre
         return OMPI_SUCCESS; /* comm_query declines: nothing to hook */
     }
     if (ftera_inited) return OMPI_SUCCESS;
-    int rc = mca_bml.bml_register(MCA_COLL_FTERA_BTL_TAG, ftera_recv_cb, NULL);
+    int rc = mca_bml.bml_register(FTSLIDE_ERA_BTL_TAG, ftera_recv_cb, NULL);
     if (OMPI_SUCCESS != rc) {
         opal_output(0, "coll:ftera: cannot register BTL tag 0x%x (%d); the component disables itself",
-                    MCA_COLL_FTERA_BTL_TAG, rc);
+                    FTSLIDE_ERA_BTL_TAG, rc);
         return rc;
     }
     ftslide_gate_open(&ftera_gate, ftera_rank_failure);

@@ -1,5 +1,5 @@
 /*
- * comm_ft_bmg.c - the adapter between ULFM's FT layer and our BMG core.
+ * ftslide_rbcast.c - the adapter between ULFM's FT layer and our BMG core.
  *
  * One channel per (communicator, broadcast type): a bmg_t over the members of
  * the communicator (for an inter-communicator: both groups, the group that
@@ -8,7 +8,7 @@
  * wire by its extended CID, its local index and its c_epoch, which together
  * differ between two communicators that reuse a CID.
  *
- *   ompi_comm_ftbmg_bcast()          --> bmg_broadcast()
+ *   ftslide_rbcast_bcast()          --> bmg_broadcast()
  *   BTL active message on our tag    --> bmg_recv()
  *   Open MPI's rank-failure callback --> bmg_failure()
  *   core send()    --> queued; drive() hands the queue to the BTL
@@ -53,80 +53,80 @@
 #include "ompi/runtime/params.h"
 
 #include "bmg.h"
-#include "comm_ft_bmg.h"
+#include "ftslide_rbcast.h"
 #include "ftslide_ftnet.h"
 #include "ftslide_killpoint.h"
 
 /* the arguments (ompi_comm_print_cid() formats a string) are evaluated only
  * when the output is on: the revoke path runs this at every process */
-#define FTBMG_OUT(lvl, ...)                                                                 \
+#define RBCAST_OUT(lvl, ...)                                                                 \
     do {                                                                                    \
         if (opal_output_check_verbosity((lvl), ompi_ftmpi_output_handle)) {                 \
-            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftbmg: " __VA_ARGS__);     \
+            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftslide_rbcast: " __VA_ARGS__);     \
         }                                                                                   \
     } while (0)
 
 /* on the wire, in front of the core's message */
-typedef struct ftbmg_hdr {
+typedef struct rbcast_hdr {
     uint64_t cid_base, cid_sub; /* extended CID */
     uint32_t epoch;             /* c_epoch */
     uint32_t index;             /* sender's c_index (everybody's, for a global-index communicator) */
     uint32_t type;              /* FT-layer broadcast type */
     uint32_t src;               /* sender's position in the channel */
-} ftbmg_hdr_t;
+} rbcast_hdr_t;
 
-typedef ftslide_key_t ftbmg_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
+typedef ftslide_key_t rbcast_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
 
-typedef struct ftbmg_chan {
-    struct ftbmg_chan *sib;    /* next channel of the same live communicator (by_index) */
+typedef struct rbcast_chan {
+    struct rbcast_chan *sib;    /* next channel of the same live communicator (by_index) */
     ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
     ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
     uint32_t index;            /* the communicator's c_index */
-    ftbmg_key_t key;
+    rbcast_key_t key;
     uint32_t type;
     uint32_t n, me;
     uint32_t lsize, rsize;     /* local and remote group sizes (intra: rsize = 0) */
     int first;                 /* inter: our group takes positions 0..lsize-1 */
     int delivered;             /* the core delivered; the FT callback is due */
     bmg_t *b;
-} ftbmg_chan_t;
+} rbcast_chan_t;
 
-#define FTBMG_STASH_MAX 4096
-#define FTBMG_FREED_RING 256
-#define FTBMG_DETACHED_MAX 64
+#define RBCAST_STASH_MAX 4096
+#define RBCAST_FREED_RING 256
+#define RBCAST_DETACHED_MAX 64
 
-static int ftbmg_inited = 0;
-static int ftbmg_lean = 1;
-static int ftbmg_radix = 0; /* mpi_ft_bmg_radix: 0 = auto (ftbmg_radix_for) */
-static ompi_comm_ftbmg_deliver_fn_t ftbmg_deliver_fn = NULL;
+static int rbcast_inited = 0;
+static int rbcast_lean = 1;
+static int rbcast_radix = 0; /* mpi_ft_ftslide_radix: 0 = auto (rbcast_radix_for) */
+static ftslide_rbcast_deliver_fn_t rbcast_deliver_fn = NULL;
 /* the type of a channel set up before its first broadcast: the first
  * broadcast of any type claims it (the FT layer sends one payload-less type,
  * the revoke) */
-#define FTBMG_TYPE_UNSET UINT32_MAX
-static ftslide_gate_t ftbmg_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
+#define RBCAST_TYPE_UNSET UINT32_MAX
+static ftslide_gate_t rbcast_gate; /* our place in ompi_rank_failure_cbfunc (ftslide_ftnet.h) */
 /* channels of live communicators, by the communicator's c_index (its first
  * channel; others through sib), so that a message, a revoke, a failure or a
  * free finds a communicator's channels in O(1) however many have one */
-static ftbmg_chan_t **by_index = NULL;
+static rbcast_chan_t **by_index = NULL;
 static uint32_t by_index_cap = 0;
-/* channels whose communicator was freed here: the last FTBMG_DETACHED_MAX, a ring */
-static ftbmg_chan_t *detached[FTBMG_DETACHED_MAX];
+/* channels whose communicator was freed here: the last RBCAST_DETACHED_MAX, a ring */
+static rbcast_chan_t *detached[RBCAST_DETACHED_MAX];
 static unsigned detached_next = 0;
 /* the send queue, early messages (header + core message) and freed names
  * (ftslide_ftnet.h, shared with coll/ftera) */
-static void ftbmg_unreachable(ftslide_out_t *o);
-static void ftbmg_handed(ftslide_out_t *o, size_t fragments);
-static ftslide_sendq_t ftbmg_q = {.tag = OMPI_COMM_FTBMG_BTL_TAG, .unreachable = ftbmg_unreachable,
-                                  .handed = ftbmg_handed};
-static ftslide_stash_t stash = {.max = FTBMG_STASH_MAX};
-static ftslide_key_t freed_keys[FTBMG_FREED_RING];
-static unsigned char freed_used[FTBMG_FREED_RING];
-static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = FTBMG_FREED_RING};
+static void rbcast_unreachable(ftslide_out_t *o);
+static void rbcast_handed(ftslide_out_t *o, size_t fragments);
+static ftslide_sendq_t rbcast_q = {.tag = FTSLIDE_RBCAST_BTL_TAG, .unreachable = rbcast_unreachable,
+                                  .handed = rbcast_handed};
+static ftslide_stash_t stash = {.max = RBCAST_STASH_MAX};
+static ftslide_key_t freed_keys[RBCAST_FREED_RING];
+static unsigned char freed_used[RBCAST_FREED_RING];
+static ftslide_freed_t freed = {.keys = freed_keys, .used = freed_used, .n = RBCAST_FREED_RING};
 
 /* counters; messages_sent is the MPI_T performance variable */
-static unsigned long long ftbmg_nsent = 0;
+static unsigned long long rbcast_nsent = 0;
 unsigned long long ompi_comm_rbcast_upstream_sent = 0;
-static unsigned long ftbmg_ndelivered = 0, ftbmg_nstashed = 0, ftbmg_ndropped = 0;
+static unsigned long rbcast_ndelivered = 0, rbcast_nstashed = 0, rbcast_ndropped = 0;
 
 /* ------------------------------------------------------------------------ */
 /* parameters                                                                */
@@ -140,7 +140,7 @@ static const mca_base_var_enum_value_t algorithms[] = {
     {0, NULL}
 };
 
-int ompi_comm_ftbmg_register_params(int *algorithm)
+int ftslide_rbcast_register_params(int *algorithm)
 {
     mca_base_var_enum_t *values = NULL;
     int rc = mca_base_var_enum_create("mpi_ft_reliable_bcast", algorithms, &values);
@@ -155,18 +155,18 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
         "core, forwarding along a 4-nomial spanning tree that bypasses failed vertices; the default)",
         MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, algorithm);
     OBJ_RELEASE(values);
-    (void) mca_base_var_register("ompi", "mpi", "ft", "bmg_radix",
+    (void) mca_base_var_register("ompi", "mpi", "ft", "ftslide_radix",
         "Lean reliable broadcast (ftslide_lean): each revoke runs along a k-nomial tree rooted at the revoking "
         "process, k = this radix (at least 2); 0 (the default): auto, the whole communicator in one level (a "
         "star around the origin) when the job runs on one node and the communicator holds only its processes "
         "(a level costs a process wake-up there, a message a memory copy), the 4-nomial tree otherwise. Every "
         "process must use the same value",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &ftbmg_radix);
-    (void) mca_base_pvar_register("ompi", "mpi", "ft", "bmg_messages_sent",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rbcast_radix);
+    (void) mca_base_pvar_register("ompi", "mpi", "ft", "ftslide_messages_sent",
         "Messages this process has handed to the BTL for ftslide's reliable broadcast (revoke)",
         OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
         MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-        NULL, NULL, NULL, &ftbmg_nsent);
+        NULL, NULL, NULL, &rbcast_nsent);
     (void) mca_base_pvar_register("ompi", "mpi", "ft", "rbcast_messages_sent",
         "Messages this process has handed to the BTL for upstream's reliable broadcast (algorithms 1 and 2)",
         OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
@@ -178,19 +178,19 @@ int ompi_comm_ftbmg_register_params(int *algorithm)
 /* ------------------------------------------------------------------------ */
 /* channels                                                                  */
 
-static ftbmg_key_t key_of(ompi_communicator_t *comm)
+static rbcast_key_t key_of(ompi_communicator_t *comm)
 {
     return ftslide_key_of(comm);
 }
 
-static ftbmg_key_t key_of_hdr(const ftbmg_hdr_t *h)
+static rbcast_key_t key_of_hdr(const rbcast_hdr_t *h)
 {
-    ftbmg_key_t k = {.cid_base = h->cid_base, .cid_sub = h->cid_sub, .epoch = h->epoch};
+    rbcast_key_t k = {.cid_base = h->cid_base, .cid_sub = h->cid_sub, .epoch = h->epoch};
     return k;
 }
 
 /* group and rank in it of channel position pos */
-static ompi_group_t *chan_group(const ftbmg_chan_t *c, uint32_t pos, int *idx)
+static ompi_group_t *chan_group(const rbcast_chan_t *c, uint32_t pos, int *idx)
 {
     if (0 == c->rsize) {
         *idx = (int) pos;
@@ -203,7 +203,7 @@ static ompi_group_t *chan_group(const ftbmg_chan_t *c, uint32_t pos, int *idx)
 }
 
 /* process at channel position pos (set up if it was not yet) */
-static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
+static ompi_proc_t *chan_proc(const rbcast_chan_t *c, uint32_t pos)
 {
     int idx;
     ompi_group_t *g = chan_group(c, pos, &idx);
@@ -211,7 +211,7 @@ static ompi_proc_t *chan_proc(const ftbmg_chan_t *c, uint32_t pos)
 }
 
 /* channel position of rank `rank` of the local (remote = 0) or remote group */
-static uint32_t chan_pos(const ftbmg_chan_t *c, int rank, int remote)
+static uint32_t chan_pos(const rbcast_chan_t *c, int rank, int remote)
 {
     if (0 == c->rsize) {
         return (uint32_t) rank;
@@ -223,18 +223,18 @@ static uint32_t chan_pos(const ftbmg_chan_t *c, int rank, int remote)
 
 static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
-    ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
-    ftbmg_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
+    rbcast_chan_t *c = (rbcast_chan_t *) ctx;
+    rbcast_hdr_t hdr = {.cid_base = c->key.cid_base, .cid_sub = c->key.cid_sub, .epoch = c->key.epoch,
                        .index = c->index, .type = c->type, .src = c->me};
-    if (len > BMG_MSG_SIZE || NULL == ftslide_sendq_push(&ftbmg_q, chan_proc(c, dest), c, dest, &hdr, sizeof(hdr),
+    if (len > BMG_MSG_SIZE || NULL == ftslide_sendq_push(&rbcast_q, chan_proc(c, dest), c, dest, &hdr, sizeof(hdr),
                                                          msg, len)) {
-        opal_output(0, "ftbmg: cannot queue a message to position %u (out of memory); it is lost", dest);
+        opal_output(0, "ftslide_rbcast: cannot queue a message to position %u (out of memory); it is lost", dest);
     }
 }
 
 static void core_deliver(void *ctx, uint32_t origin, uint64_t epoch)
 {
-    ftbmg_chan_t *c = (ftbmg_chan_t *) ctx;
+    rbcast_chan_t *c = (rbcast_chan_t *) ctx;
     (void) origin;
     (void) epoch;
     c->delivered = 1;
@@ -246,7 +246,7 @@ static const bmg_callbacks_t core_callbacks = {.send = core_send, .deliver = cor
  * else NULL (a process ULFM declared failed always has one). Unlike
  * chan_proc() it never creates one: a scan over a large communicator does not
  * set up every peer. */
-static ompi_proc_t *chan_proc_known(const ftbmg_chan_t *c, uint32_t pos)
+static ompi_proc_t *chan_proc_known(const rbcast_chan_t *c, uint32_t pos)
 {
     int idx;
     ompi_group_t *g = chan_group(c, pos, &idx);
@@ -258,7 +258,7 @@ static ompi_proc_t *chan_proc_known(const ftbmg_chan_t *c, uint32_t pos)
 }
 
 /* Tell the core about every process of the channel known failed here. */
-static void scan_failures(ftbmg_chan_t *c)
+static void scan_failures(rbcast_chan_t *c)
 {
     for (uint32_t pos = 0; pos < c->n; pos++) {
         ompi_proc_t *p = chan_proc_known(c, pos);
@@ -271,15 +271,15 @@ static void scan_failures(ftbmg_chan_t *c)
 /* The same for a new channel, skipped while no failure was reported at all:
  * neither through the failure callback (which runs first) nor in ULFM's group
  * of failed processes (which grows after the callbacks ran). */
-static void feed_known_failures(ftbmg_chan_t *c)
+static void feed_known_failures(rbcast_chan_t *c)
 {
     opal_mutex_lock(&ompi_group_afp_mutex);
     int any = ompi_group_size(ompi_group_all_failed_procs) > 0;
     opal_mutex_unlock(&ompi_group_afp_mutex);
-    if (any || ftbmg_gate.events > 0) scan_failures(c);
+    if (any || rbcast_gate.events > 0) scan_failures(c);
 }
 
-static void destroy_chan(ftbmg_chan_t *c)
+static void destroy_chan(rbcast_chan_t *c)
 {
     if (NULL != c->b) bmg_destroy(c->b);
     OBJ_RELEASE(c->lgrp);
@@ -291,10 +291,10 @@ static void destroy_chan(ftbmg_chan_t *c)
  * decides from facts all members see alike, whether this job runs on one node
  * (the same at all its processes) and whether the channel holds processes of
  * another job (then, or across nodes: the 4-nomial tree). */
-static uint32_t ftbmg_radix_for(const ftbmg_chan_t *c)
+static uint32_t rbcast_radix_for(const rbcast_chan_t *c)
 {
-    if (ftbmg_radix >= 2) return (uint32_t) ftbmg_radix;
-    if (ftbmg_radix != 0 || c->rsize > 0 || ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
+    if (rbcast_radix >= 2) return (uint32_t) rbcast_radix;
+    if (rbcast_radix != 0 || c->rsize > 0 || ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
         return 4;
     }
     for (uint32_t r = 0; r < c->lsize; r++) {
@@ -304,20 +304,20 @@ static uint32_t ftbmg_radix_for(const ftbmg_chan_t *c)
 }
 
 /* the first channel of comm, if it has one */
-static ftbmg_chan_t *first_chan(const ompi_communicator_t *comm)
+static rbcast_chan_t *first_chan(const ompi_communicator_t *comm)
 {
     uint32_t i = (uint32_t) comm->c_index;
     if (i >= by_index_cap || NULL == by_index[i] || by_index[i]->comm != comm) return NULL;
     return by_index[i];
 }
 
-static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
+static rbcast_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 {
-    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+    for (rbcast_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
         if (c->type == type) return c;
     }
-    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
-        if (c->type == FTBMG_TYPE_UNSET) {
+    for (rbcast_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+        if (c->type == RBCAST_TYPE_UNSET) {
             c->type = type;
             return c;
         }
@@ -326,13 +326,13 @@ static ftbmg_chan_t *find_chan(ompi_communicator_t *comm, uint32_t type)
 }
 
 /* enter c (a channel of a live communicator) in by_index; -1 out of memory */
-static int index_chan(ftbmg_chan_t *c)
+static int index_chan(rbcast_chan_t *c)
 {
     uint32_t i = c->index;
     if (i >= by_index_cap) {
         uint32_t cap = by_index_cap ? by_index_cap : 64;
         while (cap <= i) cap *= 2;
-        ftbmg_chan_t **grown = realloc(by_index, cap * sizeof(*grown));
+        rbcast_chan_t **grown = realloc(by_index, cap * sizeof(*grown));
         if (NULL == grown) return -1;
         memset(grown + by_index_cap, 0, (cap - by_index_cap) * sizeof(*grown));
         by_index = grown;
@@ -343,9 +343,9 @@ static int index_chan(ftbmg_chan_t *c)
     return 0;
 }
 
-static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
+static rbcast_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
 {
-    ftbmg_chan_t *c = find_chan(comm, type);
+    rbcast_chan_t *c = find_chan(comm, type);
     if (NULL != c) return c;
     c = calloc(1, sizeof(*c));
     if (NULL == c) return NULL;
@@ -364,12 +364,12 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
     }
     c->n = c->lsize + c->rsize;
     c->me = chan_pos(c, ompi_comm_rank(comm), 0);
-    c->b = bmg_create(c->n, c->me, ftbmg_lean ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &core_callbacks, c);
+    c->b = bmg_create(c->n, c->me, rbcast_lean ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &core_callbacks, c);
     if (NULL == c->b) {
         destroy_chan(c);
         return NULL;
     }
-    if (ftbmg_lean) (void) bmg_set_radix(c->b, ftbmg_radix_for(c));
+    if (rbcast_lean) (void) bmg_set_radix(c->b, rbcast_radix_for(c));
     if (0 != index_chan(c)) {
         destroy_chan(c);
         return NULL;
@@ -382,43 +382,43 @@ static ftbmg_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
 /* transport                                                                 */
 
 /* Transport: ftslide_ftnet.h's send queue (a message is one fragment). */
-static void ftbmg_unreachable(ftslide_out_t *o)
+static void rbcast_unreachable(ftslide_out_t *o)
 {
-    FTBMG_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
+    RBCAST_OUT(20, "no endpoint for %s, message dropped", OMPI_NAME_PRINT(&o->proc->super.proc_name));
 }
 
-static void ftbmg_handed(ftslide_out_t *o, size_t fragments)
+static void rbcast_handed(ftslide_out_t *o, size_t fragments)
 {
     (void) o;
     (void) fragments;
-    ftbmg_nsent++;
-    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_sent_%llu", ftbmg_nsent);
+    rbcast_nsent++;
+    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_sent_%llu", rbcast_nsent);
 }
 
 /* Runs the FT layer's callback of a channel whose core delivered. */
-static void hand_over(ftbmg_chan_t *c)
+static void hand_over(rbcast_chan_t *c)
 {
     if (!c->delivered || NULL == c->comm) return;
     c->delivered = 0;
-    ftbmg_ndelivered++;
-    FTBMG_OUT(10, "comm %s: broadcast of type %u delivered", ompi_comm_print_cid(c->comm), c->type);
+    rbcast_ndelivered++;
+    RBCAST_OUT(10, "comm %s: broadcast of type %u delivered", ompi_comm_print_cid(c->comm), c->type);
     ompi_comm_rbcast_message_t msg = {.cid = ompi_comm_get_local_cid(c->comm), .epoch = c->comm->c_epoch,
                                       .type = (uint8_t) c->type};
-    (void) ftbmg_deliver_fn(c->comm, &msg);
-    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_deliver_%lu", ftbmg_ndelivered);
+    (void) rbcast_deliver_fn(c->comm, &msg);
+    ftslide_killpointf((int) OMPI_PROC_MY_NAME->vpid, "bmg_deliver_%lu", rbcast_ndelivered);
 }
 
 static void drive(void)
 {
-    ftslide_sendq_drain(&ftbmg_q);
+    ftslide_sendq_drain(&rbcast_q);
 }
 
-static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
+static void on_message(rbcast_chan_t *c, uint32_t src, const void *msg)
 {
     if (src >= c->n) return;
     int rc = bmg_recv(c->b, src, msg, BMG_MSG_SIZE);
     if (BMG_OK != rc) {
-        FTBMG_OUT(20, "comm %s: message from position %u refused by the core (%d)",
+        RBCAST_OUT(20, "comm %s: message from position %u refused by the core (%d)",
                   ompi_comm_print_cid(c->comm), src, rc);
     }
     /* forward first: the FT callback (the local revoke) would delay the
@@ -428,7 +428,7 @@ static void on_message(ftbmg_chan_t *c, uint32_t src, const void *msg)
 }
 
 /* the communicator the header names, if this process has it */
-static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
+static ompi_communicator_t *lookup(const rbcast_hdr_t *h)
 {
     ompi_comm_extended_cid_t excid = {.cid_base = h->cid_base, .cid_sub = {.u64 = h->cid_sub}};
     /* the sender's c_index is ours too in the common case (an array lookup);
@@ -443,7 +443,7 @@ static ompi_communicator_t *lookup(const ftbmg_hdr_t *h)
     return comm;
 }
 
-static int was_freed(const ftbmg_key_t *k)
+static int was_freed(const rbcast_key_t *k)
 {
     return ftslide_freed_has(&freed, k);
 }
@@ -451,9 +451,9 @@ static int was_freed(const ftbmg_key_t *k)
 static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
 {
     (void) btl;
-    unsigned char buf[sizeof(ftbmg_hdr_t) + BMG_MSG_SIZE];
+    unsigned char buf[sizeof(rbcast_hdr_t) + BMG_MSG_SIZE];
     size_t total = 0;
-    if (!ftbmg_inited) {
+    if (!rbcast_inited) {
         return; /* after finalize (the BML keeps the tag registered) */
     }
     for (size_t i = 0; i < des->des_segment_count; i++) {
@@ -463,25 +463,25 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
         total += l;
     }
     if (total != sizeof(buf)) return;
-    ftbmg_hdr_t hdr;
+    rbcast_hdr_t hdr;
     memcpy(&hdr, buf, sizeof(hdr));
 
     ompi_communicator_t *comm = lookup(&hdr);
     if (NULL != comm) {
-        ftbmg_chan_t *c = get_chan(comm, hdr.type);
+        rbcast_chan_t *c = get_chan(comm, hdr.type);
         if (NULL != c) on_message(c, hdr.src, buf + sizeof(hdr));
         drive();
         return;
     }
-    ftbmg_key_t k = key_of_hdr(&hdr);
+    rbcast_key_t k = key_of_hdr(&hdr);
     if (was_freed(&k) || 0 != ftslide_stash_put(&stash, k, buf, sizeof(buf))) {
-        ftbmg_ndropped++;
-        FTBMG_OUT(20, "dropped a message for a communicator %s (epoch %u)",
+        rbcast_ndropped++;
+        RBCAST_OUT(20, "dropped a message for a communicator %s (epoch %u)",
                   was_freed(&k) ? "freed here" : "not here (stash full)", hdr.epoch);
         return;
     }
-    ftbmg_nstashed++;
-    FTBMG_OUT(20, "kept a message for a communicator not here yet (epoch %u)", hdr.epoch);
+    rbcast_nstashed++;
+    RBCAST_OUT(20, "kept a message for a communicator not here yet (epoch %u)", hdr.epoch);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -489,62 +489,62 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
 
 static void rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
-    ftbmg_gate.events++;
-    for (ftbmg_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
+    rbcast_gate.events++;
+    for (rbcast_chan_t *c = first_chan(comm); NULL != c; c = c->sib) {
         (void) bmg_failure(c->b, chan_pos(c, rank, remote));
     }
     if (&ompi_mpi_comm_world.comm == comm) {
         /* detached channels: their communicator is gone, MPI_COMM_WORLD tells */
-        for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
+        for (unsigned i = 0; i < RBCAST_DETACHED_MAX; i++) {
             if (NULL != detached[i]) scan_failures(detached[i]);
         }
     }
     drive();
-    ftslide_gate_pass(&ftbmg_gate, comm, rank, remote);
+    ftslide_gate_pass(&rbcast_gate, comm, rank, remote);
 }
 
 /* ------------------------------------------------------------------------ */
 /* entry points                                                              */
 
-int ompi_comm_ftbmg_init(int lean, ompi_comm_ftbmg_deliver_fn_t deliver)
+int ftslide_rbcast_init(int lean, ftslide_rbcast_deliver_fn_t deliver)
 {
     if (ompi_mpi_thread_multiple) {
-        FTBMG_OUT(1, "MPI_THREAD_MULTIPLE: upstream's binomial-graph diffusion carries the revoke");
+        RBCAST_OUT(1, "MPI_THREAD_MULTIPLE: upstream's binomial-graph diffusion carries the revoke");
         return OMPI_ERR_NOT_SUPPORTED;
     }
-    ftbmg_lean = lean;
-    if (0 != ftbmg_radix && ftbmg_radix < 2) {
-        opal_output(0, "ftbmg: mpi_ft_bmg_radix %d is neither 0 (auto) nor a radix of at least 2; using 0 (auto)",
-                    ftbmg_radix);
-        ftbmg_radix = 0;
+    rbcast_lean = lean;
+    if (0 != rbcast_radix && rbcast_radix < 2) {
+        opal_output(0, "ftslide_rbcast: mpi_ft_ftslide_radix %d is neither 0 (auto) nor a radix of at least 2; "
+                       "using 0 (auto)", rbcast_radix);
+        rbcast_radix = 0;
     }
-    ftbmg_deliver_fn = deliver;
-    if (ftbmg_inited) return OMPI_SUCCESS;
-    int rc = mca_bml.bml_register(OMPI_COMM_FTBMG_BTL_TAG, recv_cb, NULL);
+    rbcast_deliver_fn = deliver;
+    if (rbcast_inited) return OMPI_SUCCESS;
+    int rc = mca_bml.bml_register(FTSLIDE_RBCAST_BTL_TAG, recv_cb, NULL);
     if (OMPI_SUCCESS != rc) {
-        opal_output(0, "ftbmg: cannot register BTL tag 0x%x (%d)", OMPI_COMM_FTBMG_BTL_TAG, rc);
+        opal_output(0, "ftslide_rbcast: cannot register BTL tag 0x%x (%d)", FTSLIDE_RBCAST_BTL_TAG, rc);
         return rc;
     }
-    ftslide_gate_open(&ftbmg_gate, rank_failure);
-    ftbmg_inited = 1;
+    ftslide_gate_open(&rbcast_gate, rank_failure);
+    rbcast_inited = 1;
     return OMPI_SUCCESS;
 }
 
-int ompi_comm_ftbmg_finalize(void)
+int ftslide_rbcast_finalize(void)
 {
-    if (!ftbmg_inited) return OMPI_SUCCESS;
-    FTBMG_OUT(1, "%llu messages sent, %lu broadcasts delivered, %lu kept for later, %lu dropped", ftbmg_nsent,
-              ftbmg_ndelivered, ftbmg_nstashed, ftbmg_ndropped);
-    ftslide_gate_close(&ftbmg_gate);
+    if (!rbcast_inited) return OMPI_SUCCESS;
+    RBCAST_OUT(1, "%llu messages sent, %lu broadcasts delivered, %lu kept for later, %lu dropped", rbcast_nsent,
+              rbcast_ndelivered, rbcast_nstashed, rbcast_ndropped);
+    ftslide_gate_close(&rbcast_gate);
     /* else someone hooked after us and still calls us: leave the chain */
     for (uint32_t i = 0; i < by_index_cap; i++) {
         while (NULL != by_index[i]) {
-            ftbmg_chan_t *c = by_index[i];
+            rbcast_chan_t *c = by_index[i];
             by_index[i] = c->sib;
             destroy_chan(c);
         }
     }
-    for (unsigned i = 0; i < FTBMG_DETACHED_MAX; i++) {
+    for (unsigned i = 0; i < RBCAST_DETACHED_MAX; i++) {
         if (NULL != detached[i]) destroy_chan(detached[i]);
         detached[i] = NULL;
     }
@@ -552,19 +552,19 @@ int ompi_comm_ftbmg_finalize(void)
     by_index = NULL;
     by_index_cap = 0;
     ftslide_stash_clear(&stash);
-    ftslide_sendq_clear(&ftbmg_q);
-    ftbmg_inited = 0;
+    ftslide_sendq_clear(&rbcast_q);
+    rbcast_inited = 0;
     return OMPI_SUCCESS;
 }
 
-int ompi_comm_ftbmg_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t *msg)
+int ftslide_rbcast_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t *msg)
 {
-    ftbmg_chan_t *c = get_chan(comm, msg->type);
+    rbcast_chan_t *c = get_chan(comm, msg->type);
     if (NULL == c) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    FTBMG_OUT(10, "comm %s: broadcasting type %u over %u processes (%s)", ompi_comm_print_cid(comm), c->type, c->n,
-              ftbmg_lean ? "lean" : "flooding");
+    RBCAST_OUT(10, "comm %s: broadcasting type %u over %u processes (%s)", ompi_comm_print_cid(comm), c->type, c->n,
+              rbcast_lean ? "lean" : "flooding");
     int rc = bmg_broadcast(c->b, 1);
     c->delivered = 0; /* the caller has delivered here already */
     drive();
@@ -575,43 +575,43 @@ int ompi_comm_ftbmg_bcast(ompi_communicator_t *comm, ompi_comm_rbcast_message_t 
 static void replay_one(void *ctx, const void *bytes, size_t len)
 {
     ompi_communicator_t *comm = (ompi_communicator_t *) ctx;
-    ftbmg_hdr_t hdr;
+    rbcast_hdr_t hdr;
     (void) len;
     memcpy(&hdr, bytes, sizeof(hdr));
-    ftbmg_chan_t *c = get_chan(comm, hdr.type);
-    FTBMG_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
+    rbcast_chan_t *c = get_chan(comm, hdr.type);
+    RBCAST_OUT(20, "comm %s: replaying a message that arrived before it existed", ompi_comm_print_cid(comm));
     if (NULL != c) on_message(c, hdr.src, (const unsigned char *) bytes + sizeof(hdr));
 }
 
-void ompi_comm_ftbmg_comm_ready(ompi_communicator_t *comm)
+void ftslide_rbcast_comm_ready(ompi_communicator_t *comm)
 {
-    if (!ftbmg_inited) return;
+    if (!rbcast_inited) return;
     /* Set the channel up now, while the communicator is being created (which
      * costs collectives anyway), rather than on the revoke's path: the
      * revoking process would pay it before its first message and every other
      * process before it forwards and delivers. Intra-communicators; the first
-     * broadcast claims it (FTBMG_TYPE_UNSET); a channel never used goes when
+     * broadcast claims it (RBCAST_TYPE_UNSET); a channel never used goes when
      * the communicator does. */
-    if (!OMPI_COMM_IS_INTER(comm) && NULL == first_chan(comm)) (void) get_chan(comm, FTBMG_TYPE_UNSET);
+    if (!OMPI_COMM_IS_INTER(comm) && NULL == first_chan(comm)) (void) get_chan(comm, RBCAST_TYPE_UNSET);
     if (NULL == stash.head) return;
-    ftbmg_key_t k = key_of(comm);
+    rbcast_key_t k = key_of(comm);
     /* a name freed before and now live again (not expected: epochs differ) */
     ftslide_freed_forget(&freed, &k);
     (void) ftslide_stash_replay(&stash, &k, replay_one, comm);
     drive();
 }
 
-void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
+void ftslide_rbcast_comm_freed(ompi_communicator_t *comm)
 {
-    if (!ftbmg_inited) return;
+    if (!rbcast_inited) return;
     if (NULL == first_chan(comm)) { /* no channel (never broadcast on, not set up): only its name to keep */
         ftslide_freed_add(&freed, key_of(comm));
         return;
     }
-    ftbmg_chan_t *c = by_index[comm->c_index];
+    rbcast_chan_t *c = by_index[comm->c_index];
     by_index[comm->c_index] = NULL;
     while (NULL != c) {
-        ftbmg_chan_t *next = c->sib;
+        rbcast_chan_t *next = c->sib;
         c->sib = NULL;
         if (0 == bmg_epoch(c->b)) {
             destroy_chan(c);
@@ -619,11 +619,11 @@ void ompi_comm_ftbmg_comm_freed(ompi_communicator_t *comm)
             /* It delivered: peers may still need it to forward (the lean
              * variant bypasses a vertex that dies later; a peer may not have
              * the revoke yet). Detach it from the communicator and keep it,
-             * the last FTBMG_DETACHED_MAX of them (the oldest goes). */
+             * the last RBCAST_DETACHED_MAX of them (the oldest goes). */
             c->comm = NULL;
             if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
             detached[detached_next] = c;
-            detached_next = (detached_next + 1) % FTBMG_DETACHED_MAX;
+            detached_next = (detached_next + 1) % RBCAST_DETACHED_MAX;
         }
         c = next;
     }
