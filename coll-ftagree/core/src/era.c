@@ -50,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftslide_corekit.h"
+
 #define ERA_WIRE_MAGIC 0xEAu
 #define ERA_WIRE_VERSION 2u
 #define ERA_HDR 32u
@@ -172,32 +174,14 @@ static void us_free(era_t *e, uset_t *s)
     s->n = s->cap = 0;
 }
 
-/* Index of the first element >= x. */
-static uint32_t lower(const uint32_t *v, uint32_t n, uint32_t x)
-{
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-static int us_has(const uset_t *s, uint32_t x)
-{
-    uint32_t i = lower(s->v, s->n, x);
-    return i < s->n && s->v[i] == x;
-}
+static int us_has(const uset_t *s, uint32_t x) { return fck_has(s->v, s->n, x); }
 
 /* Inserts x; 1 if it was new. */
 static int us_add(era_t *e, uset_t *s, uint32_t x)
 {
-    uint32_t i = lower(s->v, s->n, x);
-    if (i < s->n && s->v[i] == x) return 0;
-    if (!grow(e, (void **)&s->v, &s->cap, s->n + 1, sizeof(uint32_t))) return 0;
-    memmove(s->v + i + 1, s->v + i, (size_t)(s->n - i) * sizeof(uint32_t));
-    s->v[i] = x;
+    uint32_t i;
+    if (fck_find(s->v, s->n, x, &i) || !grow(e, (void **)&s->v, &s->cap, s->n + 1, sizeof(uint32_t))) return 0;
+    fck_insert_at(s->v, s->n, i, x);
     s->n++;
     return 1;
 }
@@ -247,14 +231,14 @@ static void us_union(era_t *e, uset_t *dst, const uset_t *a, const uset_t *b)
 
 static uint32_t um_get(const umap_t *m, uint32_t key)
 {
-    uint32_t i = lower(m->k, m->n, key);
-    return i < m->n && m->k[i] == key ? m->v[i] : 0;
+    uint32_t i;
+    return fck_find(m->k, m->n, key, &i) ? m->v[i] : 0;
 }
 
 static void um_set(era_t *e, umap_t *m, uint32_t key, uint32_t val)
 {
-    uint32_t i = lower(m->k, m->n, key);
-    if (i < m->n && m->k[i] == key) {
+    uint32_t i;
+    if (fck_find(m->k, m->n, key, &i)) {
         m->v[i] = val;
         return;
     }
@@ -263,10 +247,8 @@ static void um_set(era_t *e, umap_t *m, uint32_t key, uint32_t val)
     uint32_t cap2 = m->cap;
     if (!grow(e, (void **)&m->v, &cap2, m->n + 1, sizeof(uint32_t))) return;
     m->cap = cap < cap2 ? cap : cap2;
-    memmove(m->k + i + 1, m->k + i, (size_t)(m->n - i) * sizeof(uint32_t));
-    memmove(m->v + i + 1, m->v + i, (size_t)(m->n - i) * sizeof(uint32_t));
-    m->k[i] = key;
-    m->v[i] = val;
+    fck_insert_at(m->k, m->n, i, key);
+    fck_insert_at(m->v, m->n, i, val);
     m->n++;
 }
 
@@ -307,32 +289,6 @@ static void val_copy(era_t *e, era_val_t *dst, const era_val_t *src)
     dst->flag = src->flag;
     dst->err = src->err;
     us_copy(e, &dst->F, &src->F);
-}
-
-/* ---- wire helpers ------------------------------------------------------------ */
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
 }
 
 /* Digest of a decision (or of the initial failed set, with inst 0). Every
@@ -382,21 +338,11 @@ int era_tree_from_name(const char *name, era_tree_t *tree)
 /* Radix of the k-nomial shapes: binomial 2, 4-nomial 4 (0: binary heap). */
 static uint32_t tree_radix(era_tree_t tree) { return tree == ERA_TREE_KNOMIAL4 ? 4 : tree == ERA_TREE_BINARY ? 0 : 2; }
 
-/* Weight of the lowest nonzero base-k digit of i > 0. */
-static uint64_t low_digit(uint32_t k, uint32_t i)
-{
-    uint64_t w = 1;
-    while ((i / w) % k == 0) w *= k;
-    return w;
-}
-
 uint32_t era_tree_parent(era_tree_t tree, uint32_t i)
 {
     if (i == 0) return UINT32_MAX;
     uint32_t k = tree_radix(tree);
-    if (k == 0) return (i - 1) / 2;
-    uint64_t w = low_digit(k, i);
-    return (uint32_t)(i - (i / w) % k * w); /* clear that digit */
+    return k == 0 ? (i - 1) / 2 : fck_knomial_parent(k, i);
 }
 
 uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t i, uint32_t *out, uint32_t cap)
@@ -410,14 +356,7 @@ uint32_t era_tree_children(era_tree_t tree, uint32_t n, uint32_t i, uint32_t *ou
         }
         return cnt;
     }
-    /* i + m * w for every digit weight w below i's lowest nonzero digit and m = 1..k-1 */
-    uint64_t low = i ? low_digit(k, i) : (uint64_t)1 << 34;
-    for (uint64_t w = 1; w < low && (uint64_t)i + w < n; w *= k) {
-        for (uint64_t m = 1; m < k && (uint64_t)i + m * w < n; m++) {
-            if (cnt < cap) out[cnt] = (uint32_t)(i + m * w);
-            cnt++;
-        }
-    }
+    fck_knomial_children(n, k, i, 0, out, cap, &cnt);
     return cnt;
 }
 
@@ -468,7 +407,7 @@ static uint32_t rank_of(const era_t *e, const era_rec_t *r, uint32_t i)
 static uint32_t pos_of(const era_t *e, const era_rec_t *r, uint32_t rank)
 {
     uint32_t k = order_key(e, rank);
-    return k - lower(r->AK.v, r->AK.n, k);
+    return k - fck_lower(r->AK.v, r->AK.n, k);
 }
 
 #ifndef ERA_MUTANT_NO_BYPASS
@@ -666,11 +605,11 @@ static unsigned char *hdr(era_t *e, era_rec_t *r, size_t len, int type, int sub,
     p[1] = ERA_WIRE_VERSION;
     p[2] = (unsigned char)type;
     p[3] = (unsigned char)sub;
-    put_u32(p + 4, e->n);
-    put_u64(p + 8, r->id);
-    put_u32(p + 16, ballot);
+    fck_put_u32(p + 4, e->n);
+    fck_put_u64(p + 8, r->id);
+    fck_put_u32(p + 16, ballot);
     p[20] = (unsigned char)(err ? 1 : 0);
-    put_u64(p + 24, r->view);
+    fck_put_u64(p + 24, r->view);
     return p;
 }
 
@@ -682,8 +621,16 @@ static void emit(era_t *e, uint32_t dest, size_t len)
 
 static size_t put_list(unsigned char *p, const uset_t *s)
 {
-    for (uint32_t i = 0; i < s->n; i++) put_u32(p + 4 * i, s->v[i]);
+    for (uint32_t i = 0; i < s->n; i++) fck_put_u32(p + 4 * i, s->v[i]);
     return 4 * (size_t)s->n;
+}
+
+/* A value on the wire: flag u64, count u32, the failed ranks. Its size. */
+static size_t put_value(unsigned char *p, const era_val_t *v)
+{
+    fck_put_u64(p, v->flag);
+    fck_put_u32(p + 8, v->F.n);
+    return 12 + put_list(p + 12, &v->F);
 }
 
 /* UP / RESULT_REQUEST: our subtree's aggregate plus what we hold. */
@@ -696,18 +643,13 @@ static void send_report(era_t *e, era_rec_t *r, uint32_t dest)
     unsigned char *p = hdr(e, r, len, type, kind, kind ? r->hb : 0, kind ? r->held.err : 0);
     if (!p) return;
     size_t off = ERA_HDR;
-    put_u64(p + off, r->agg_flag);
-    put_u32(p + off + 8, r->contrib.n);
-    put_u32(p + off + 12, nack);
+    fck_put_u64(p + off, r->agg_flag);
+    fck_put_u32(p + off + 8, r->contrib.n);
+    fck_put_u32(p + off + 12, nack);
     off += 16;
-    for (uint32_t i = 0; i < 2 * r->contrib.n; i++, off += 4) put_u32(p + off, r->contrib.v[i]);
+    for (uint32_t i = 0; i < 2 * r->contrib.n; i++, off += 4) fck_put_u32(p + off, r->contrib.v[i]);
     if (nack) off += put_list(p + off, &r->agg_acks);
-    if (kind) {
-        put_u64(p + off, r->held.flag);
-        put_u32(p + off + 8, r->held.F.n);
-        off += 12;
-        off += put_list(p + off, &r->held.F);
-    }
+    if (kind) off += put_value(p + off, &r->held);
     r->up_sent = 1;
     emit(e, dest, off);
 }
@@ -717,9 +659,7 @@ static void send_down(era_t *e, era_rec_t *r, uint32_t dest, int phase)
     size_t len = ERA_HDR + 12 + 4 * (size_t)r->held.F.n;
     unsigned char *p = hdr(e, r, len, MSG_DOWN, phase, r->hb, r->held.err);
     if (!p) return;
-    put_u64(p + ERA_HDR, r->held.flag);
-    put_u32(p + ERA_HDR + 8, r->held.F.n);
-    put_list(p + ERA_HDR + 12, &r->held.F);
+    put_value(p + ERA_HDR, &r->held);
     emit(e, dest, len);
 }
 
@@ -1045,9 +985,21 @@ int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, ui
 static int check_list(const unsigned char *p, uint32_t cnt, uint32_t lim)
 {
     for (uint32_t i = 0; i < cnt; i++) {
-        uint32_t x = get_u32(p + 4 * (size_t)i);
-        if (x >= lim || (i && x <= get_u32(p + 4 * (size_t)(i - 1)))) return 0;
+        uint32_t x = fck_get_u32(p + 4 * (size_t)i);
+        if (x >= lim || (i && x <= fck_get_u32(p + 4 * (size_t)(i - 1)))) return 0;
     }
+    return 1;
+}
+
+/* Checks a value (flag u64, count u32, that many failed ranks) at p + *off
+ * and moves *off past it. */
+static int check_value(const unsigned char *p, size_t len, size_t *off, uint32_t n)
+{
+    if (len < *off + 12) return 0;
+    uint32_t nf = fck_get_u32(p + *off + 8);
+    *off += 12;
+    if (nf > n || len < *off + 4 * (size_t)nf || !check_list(p + *off, nf, n)) return 0;
+    *off += 4 * (size_t)nf;
     return 1;
 }
 
@@ -1056,11 +1008,11 @@ static int check_list(const unsigned char *p, uint32_t cnt, uint32_t lim)
 static int parse_header(const era_t *e, const unsigned char *p, size_t len, int *type, int *sub, uint64_t *id)
 {
     uint32_t n = e->n;
-    if (len < ERA_HDR || p[0] != ERA_WIRE_MAGIC || p[1] != ERA_WIRE_VERSION || get_u32(p + 4) != n)
+    if (len < ERA_HDR || p[0] != ERA_WIRE_MAGIC || p[1] != ERA_WIRE_VERSION || fck_get_u32(p + 4) != n)
         return ERA_EPROTO;
     *type = p[2];
     *sub = p[3];
-    *id = get_u64(p + 8);
+    *id = fck_get_u64(p + 8);
     if (*id == 0 || p[20] > 1) return ERA_EPROTO;
     size_t off = ERA_HDR;
     switch (*type) {
@@ -1068,36 +1020,25 @@ static int parse_header(const era_t *e, const unsigned char *p, size_t len, int 
     case MSG_RESULT_REQUEST: {
         if (*sub != HELD_NONE && *sub != HELD_PROPOSAL && *sub != HELD_DECIDED) return ERA_EPROTO;
         if (len < off + 16) return ERA_EPROTO;
-        uint32_t ni = get_u32(p + off + 8), na = get_u32(p + off + 12);
+        uint32_t ni = fck_get_u32(p + off + 8), na = fck_get_u32(p + off + 12);
         if (ni == 0 || ni > n || na > n) return ERA_EPROTO;
         off += 16;
         if (len < off + 8 * (size_t)ni + 4 * (size_t)na) return ERA_EPROTO;
         uint32_t prev = 0;
         for (uint32_t i = 0; i < ni; i++, off += 8) {
-            uint32_t lo = get_u32(p + off), hi = get_u32(p + off + 4);
+            uint32_t lo = fck_get_u32(p + off), hi = fck_get_u32(p + off + 4);
             if (lo >= hi || hi > n || (i && lo <= prev)) return ERA_EPROTO;
             prev = hi;
         }
         if (!check_list(p + off, na, n)) return ERA_EPROTO;
         off += 4 * (size_t)na;
-        if (*sub) {
-            if (len < off + 12) return ERA_EPROTO;
-            uint32_t nf = get_u32(p + off + 8);
-            off += 12;
-            if (nf > n || len < off + 4 * (size_t)nf || !check_list(p + off, nf, n)) return ERA_EPROTO;
-            off += 4 * (size_t)nf;
-        }
+        if (*sub && !check_value(p, len, &off, n)) return ERA_EPROTO;
         break;
     }
-    case MSG_DOWN: {
+    case MSG_DOWN:
         if (*sub != DOWN_PROPOSE && *sub != DOWN_DECIDE) return ERA_EPROTO;
-        if (len < off + 12) return ERA_EPROTO;
-        uint32_t nf = get_u32(p + off + 8);
-        off += 12;
-        if (nf > n || len < off + 4 * (size_t)nf || !check_list(p + off, nf, n)) return ERA_EPROTO;
-        off += 4 * (size_t)nf;
+        if (!check_value(p, len, &off, n)) return ERA_EPROTO;
         break;
-    }
     case MSG_ACK:
         break;
     default:
@@ -1115,20 +1056,27 @@ static void get_list(era_t *e, const unsigned char *p, uint32_t cnt, uset_t *out
 {
     out->n = 0;
     if (!grow(e, (void **)&out->v, &out->cap, cnt, sizeof(uint32_t))) return;
-    for (uint32_t i = 0; i < cnt; i++) out->v[i] = get_u32(p + 4 * (size_t)i);
+    for (uint32_t i = 0; i < cnt; i++) out->v[i] = fck_get_u32(p + 4 * (size_t)i);
     out->n = cnt;
+}
+
+/* Reads a value written by put_value (its error travels in the header). */
+static void get_value(era_t *e, const unsigned char *p, era_val_t *v)
+{
+    v->flag = fck_get_u64(p);
+    get_list(e, p + 12, fck_get_u32(p + 8), &v->F);
 }
 
 /* Applies a well-formed message for started instance r. */
 static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p)
 {
     int type = p[2], sub = p[3];
-    uint32_t ballot = get_u32(p + 16);
+    uint32_t ballot = fck_get_u32(p + 16);
     era_val_t *v = &e->tmpv;
     v->flag = 0;
     v->err = p[20] != 0;
     v->F.n = 0;
-    if (get_u64(p + 24) != r->view) {
+    if (fck_get_u64(p + 24) != r->view) {
         e->nrejected++; /* sender built a different tree: ignore it */
         return;
     }
@@ -1136,11 +1084,11 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
     case MSG_UP:
     case MSG_RESULT_REQUEST: {
         size_t off = ERA_HDR;
-        uint64_t f = get_u64(p + off);
-        uint32_t ni = get_u32(p + off + 8), na = get_u32(p + off + 12);
+        uint64_t f = fck_get_u64(p + off);
+        uint32_t ni = fck_get_u32(p + off + 8), na = fck_get_u32(p + off + 12);
         off += 16;
         /* Same view, so the same L: intervals must lie inside it. */
-        if (get_u32(p + off + 8 * (size_t)(ni - 1) + 4) > r->n) {
+        if (fck_get_u32(p + off + 8 * (size_t)(ni - 1) + 4) > r->n) {
             e->nrejected++;
             return;
         }
@@ -1149,7 +1097,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
 #ifdef ERA_MUTANT_FIRST_INTERVAL
             if (i > 0) continue;
 #endif
-            ivl_add(e, &r->contrib, get_u32(p + off), get_u32(p + off + 4));
+            ivl_add(e, &r->contrib, fck_get_u32(p + off), fck_get_u32(p + off + 4));
         }
         get_list(e, p + off, na, &e->tmpA);
         off += 4 * (size_t)na;
@@ -1160,10 +1108,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
             us_intersect(&r->agg_acks, &e->tmpA);
         }
         us_add(e, &r->reported, from);
-        if (sub) {
-            v->flag = get_u64(p + off);
-            get_list(e, p + off + 12, get_u32(p + off + 8), &v->F);
-        }
+        if (sub) get_value(e, p + off, v);
         if (sub == HELD_DECIDED) {
             if (!r->decided) decide_now(e, r, ballot, v);
         } else if (sub == HELD_PROPOSAL) {
@@ -1181,8 +1126,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
         break;
     }
     case MSG_DOWN:
-        v->flag = get_u64(p + ERA_HDR);
-        get_list(e, p + ERA_HDR + 12, get_u32(p + ERA_HDR + 8), &v->F);
+        get_value(e, p + ERA_HDR, v);
         if (sub == DOWN_DECIDE) {
             if (!r->decided) decide_now(e, r, ballot, v);
         } else if (r->decided) {

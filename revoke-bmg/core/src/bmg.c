@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftslide_corekit.h"
+
 #define BMG_WIRE_MAGIC 0xB6u
 #define BMG_WIRE_VERSION 2u /* 2: the lean tree is rooted at each message's origin */
 #define BMG_MSG_BCAST 1u
@@ -93,60 +95,17 @@ static int grow(bmg_t *b, uint32_t **p, uint32_t *cap, uint32_t need)
     return 1;
 }
 
-static uint32_t lower(const uint32_t *v, uint32_t n, uint32_t x)
-{
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-static int set_has(const uint32_t *v, uint32_t n, uint32_t x)
-{
-    uint32_t i = lower(v, n, x);
-    return i < n && v[i] == x;
-}
-
 /* Inserts x into the sorted array; 1 if it was new. */
 static int set_add(bmg_t *b, uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t x)
 {
-    uint32_t i = lower(*v, *n, x);
-    if (i < *n && (*v)[i] == x) return 0;
-    if (!grow(b, v, cap, *n + 1)) return 0;
-    memmove(*v + i + 1, *v + i, (size_t)(*n - i) * sizeof **v);
-    (*v)[i] = x;
+    uint32_t i;
+    if (fck_find(*v, *n, x, &i) || !grow(b, v, cap, *n + 1)) return 0;
+    fck_insert_at(*v, *n, i, x);
     (*n)++;
     return 1;
 }
 
-static int is_dead(const bmg_t *b, uint32_t r) { return set_has(b->dead, b->ndead, r); }
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+static int is_dead(const bmg_t *b, uint32_t r) { return fck_has(b->dead, b->ndead, r); }
 
 /* Appends r to out[0..*cnt) unless present; cap-checked. */
 static void add_unique(uint32_t *out, uint32_t *cnt, uint32_t cap, uint32_t r)
@@ -211,26 +170,12 @@ uint32_t bmg_knomial_neighbors(uint32_t n, uint32_t k, uint32_t origin, uint32_t
 {
     uint32_t cnt = 0;
     if (n < 2 || k < 2 || rank >= n || origin >= n) return 0;
-    uint64_t v = ((uint64_t)rank + n - origin) % n; /* position in the tree rooted at origin */
-    /* weight of v's lowest nonzero base-k digit ("infinite" for the root) */
-    uint64_t low = UINT64_MAX;
+    uint32_t v = (uint32_t)(((uint64_t)rank + n - origin) % n); /* position in the tree rooted at origin */
     if (v) {
-        low = 1;
-        while ((v / low) % k == 0) low *= k;
-        uint64_t parent = v - (v / low) % k * low; /* that digit cleared */
-        if (cnt < cap) out[cnt] = (uint32_t)((parent + origin) % n);
+        if (cnt < cap) out[cnt] = (uint32_t)(((uint64_t)fck_knomial_parent(k, v) + origin) % n);
         cnt++;
     }
-    /* children v + m*w, m = 1..k-1, for every power w of k below that digit
-     * (all distinct: no check needed) */
-    for (uint64_t w = 1; w < low && v + w < n;) {
-        for (uint64_t m = 1; m < k && v + m * w < n; m++) {
-            if (cnt < cap) out[cnt] = (uint32_t)((v + m * w + origin) % n);
-            cnt++;
-        }
-        if (w > UINT64_MAX / k) break;
-        w *= k;
-    }
+    fck_knomial_children(n, k, v, origin, out, cap, &cnt);
     return cnt;
 }
 
@@ -377,11 +322,11 @@ static void forward(bmg_t *b)
     msg[1] = BMG_WIRE_VERSION;
     msg[2] = BMG_MSG_BCAST;
     msg[3] = (unsigned char)b->variant;
-    put_u64(msg + 8, b->epoch);
+    fck_put_u64(msg + 8, b->epoch);
     for (uint32_t j = 0; j < b->nsrc; j++) {
         uint32_t origin = b->src[j].origin;
         uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b, origin) : flood_targets(b);
-        put_u32(msg + 4, origin);
+        fck_put_u32(msg + 4, origin);
         for (uint32_t i = 0; i < cnt; i++) {
             uint32_t t = b->targets[i];
             struct bmg_src *e = &b->src[j]; /* (targets never reallocates src) */
@@ -478,8 +423,8 @@ int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
     if (len != BMG_MSG_SIZE || p[0] != BMG_WIRE_MAGIC || p[1] != BMG_WIRE_VERSION || p[2] != BMG_MSG_BCAST ||
         p[3] != (unsigned char)b->variant)
         return BMG_EPROTO;
-    uint32_t origin = get_u32(p + 4);
-    uint64_t epoch = get_u64(p + 8);
+    uint32_t origin = fck_get_u32(p + 4);
+    uint64_t epoch = fck_get_u64(p + 8);
     if (origin >= b->n || epoch == 0) return BMG_EPROTO;
     if (epoch > b->epoch) {
         adopt(b, epoch, origin, from);
