@@ -37,7 +37,8 @@ def campaign(tmp_path: Path, *args: str) -> dict:
 
 
 @pytest.mark.parametrize("grid,spares", [("torus:3x2x2", "x:1"), ("mesh:3x2x2", "x:1"),
-                                         ("mesh:3x3x2", "x:1,y:1")])
+                                         ("mesh:3x3x2", "x:1,y:1"), ("torus:4x3", "x:1"),
+                                         ("mesh:3x3", "x:1,y:1")])
 def test_every_phase_once(tmp_path, grid, spares):
     doc = campaign(tmp_path, "--grid", grid, "--spares", spares)
     summary = doc["summary"]

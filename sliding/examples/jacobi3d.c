@@ -3,13 +3,15 @@
  * sliding runtime (sliding.h).
  *
  * Usage: jacobi3d GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]
- *   GRID     node grid with spares, e.g. torus:3x2x2 (3D only)
+ *   GRID     node grid with spares, 3D (torus:3x2x2) or 2D (mesh:4x3: the
+ *            nodes form one layer, as in AxBx1)
  *   SPARES   spare layout, e.g. x:1
  *   METHOD   simple, slide1d, slide2d or hybrid
  *   N        points per rank and dimension (default 8)
  *
  * Each rank owns an N^3 block of a global field, periodic on a torus and with
- * zero boundaries on a mesh. Every iteration exchanges the six faces with the
+ * zero boundaries on a mesh. On a 2D node grid the third dimension is the
+ * block's own: periodic onto itself on a torus, zero boundaries on a mesh. Every iteration exchanges the six faces with the
  * Cartesian neighbours and averages them. A checkpoint is taken every
  * CHECKPOINT_EVERY iterations; after a recovery every rank resumes from it.
  * At the end the blocks' sums are gathered to rank 0 and added in rank
@@ -47,9 +49,10 @@ typedef struct field {
 
 static void initial_values(field_t *f, MPI_Comm cart)
 {
-    int rank, coords[3];
+    int rank, ndims, coords[3] = {0, 0, 0};
     MPI_Comm_rank(cart, &rank);
-    MPI_Cart_coords(cart, rank, 3, coords);
+    MPI_Cartdim_get(cart, &ndims);
+    MPI_Cart_coords(cart, rank, ndims, coords);
     memset(f->u, 0, sizeof(double) * (size_t)(f->n + 2) * (size_t)(f->n + 2) * (size_t)(f->n + 2));
     for (int i = 1; i <= f->n; i++) {
         for (int j = 1; j <= f->n; j++) {
@@ -82,24 +85,34 @@ static void face(field_t *f, int dim, int plane, double *buf, int to_buffer)
 
 /* Exchange the six faces; a missing neighbour (mesh edge) gives a zero halo. The
  * halo is written either way: after a recovery this process may hold another
- * rank than before, and its old halos must not leak into the new rank's edge. */
+ * rank than before, and its old halos must not leak into the new rank's edge.
+ * A dimension the node grid does not have (2D grids) is one node wide: the
+ * halo is the block's own opposite face on a torus, zero on a mesh. */
 static int exchange_halos(field_t *f, MPI_Comm cart)
 {
-    int count = f->n * f->n;
+    int count = f->n * f->n, ndims, dims[3], periods[3], coords[3];
+    MPI_Cartdim_get(cart, &ndims);
+    MPI_Cart_get(cart, ndims, dims, periods, coords);
     for (int dim = 0; dim < 3; dim++) {
-        int low, high;
-        MPI_Cart_shift(cart, dim, 1, &low, &high);
+        int low = MPI_PROC_NULL, high = MPI_PROC_NULL;
+        if (dim < ndims) {
+            MPI_Cart_shift(cart, dim, 1, &low, &high);
+        }
         /* Send the high face up, receive the low halo from below; then the reverse. */
         for (int dir = 0; dir < 2; dir++) {
             int to = dir == 0 ? high : low, from = dir == 0 ? low : high;
             face(f, dim, dir == 0 ? f->n : 1, f->send, 1);
-            int rc = MPI_Sendrecv(f->send, count, MPI_DOUBLE, to, dim * 2 + dir, f->recv, count, MPI_DOUBLE,
-                                  from, dim * 2 + dir, cart, MPI_STATUS_IGNORE);
-            if (rc != MPI_SUCCESS) {
-                return rc;
+            if (dim < ndims) {
+                int rc = MPI_Sendrecv(f->send, count, MPI_DOUBLE, to, dim * 2 + dir, f->recv, count, MPI_DOUBLE,
+                                      from, dim * 2 + dir, cart, MPI_STATUS_IGNORE);
+                if (rc != MPI_SUCCESS) {
+                    return rc;
+                }
             }
-            if (from == MPI_PROC_NULL) {
+            if (dim < ndims ? from == MPI_PROC_NULL : !periods[0]) {
                 memset(f->recv, 0, sizeof(double) * (size_t)count);
+            } else if (dim >= ndims) {
+                memcpy(f->recv, f->send, sizeof(double) * (size_t)count);
             }
             face(f, dim, dir == 0 ? 0 : f->n + 1, f->recv, 0);
         }
