@@ -47,6 +47,7 @@ struct sliding {
     copy_t own, buddy, own_pending, buddy_pending;
     char *scratch;            /* total_bytes, receives during recovery */
     int64_t version;          /* committed checkpoint version, -1 none */
+    int cart_closed;          /* the last agreement on cart failed: every member is done with it */
     int started, recovered;
     sliding_recovery_times last;
 };
@@ -54,7 +55,7 @@ struct sliding {
 static const char *const messages[] = {
     [SLIDING_OK] = "success",
     [SLIDING_ERR_ARG] = "invalid grid, spare layout or method (the runtime supports simple, slide1d, "
-                        "slide2d and hybrid)",
+                        "slide2d, hybrid and routed)",
     [SLIDING_ERR_SIZE] = "the communicator must have one process per node of the grid, spares included",
     [SLIDING_ERR_NO_SPARE] = "out of spares: the failures exceed what the method can absorb",
     [SLIDING_ERR_DATA_LOST] = "a rank's node and its buddy's node both failed: its checkpoint is lost",
@@ -206,6 +207,7 @@ static int build_cart(sliding_t *s)
 {
     int rank = rank_of_node(s, s->node);
     MPI_Comm split;
+    s->cart_closed = 0;
     int rc = MPI_Comm_split(s->alive, rank >= 0 ? 0 : MPI_UNDEFINED, rank, &split);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -329,6 +331,19 @@ static int recover_all(sliding_t *s)
     /* The map the committed checkpoint was taken under: the current one. */
     memcpy(old_map, s->map, sizeof(int32_t) * (size_t)s->layout.ranks);
     int status = SLIDING_ERR_MPI;
+    /* Every member of cart leaves it after the same number of agreements on
+     * it. A member that saw no failure may be in sliding_checkpoint's
+     * agreement, which the revoke does not interrupt: it would wait there for
+     * us for ever. Our agreement meets it and fails the checkpoint, whose
+     * caller comes here in turn. A checkpoint whose agreement failed has
+     * already ended cart at every member. */
+    if (s->cart != MPI_COMM_NULL && !s->cart_closed) {
+        MPIX_Comm_revoke(s->alive);
+        MPIX_Comm_revoke(s->cart);
+        int none = 0;
+        (void)MPIX_Comm_agree(s->cart, &none);
+        s->cart_closed = 1;
+    }
     for (t.attempts = 1; t.attempts <= MAX_ATTEMPTS; t.attempts++) {
         ftslide_killpoint(s->node, "recovery_start");
         double phase = now();
@@ -349,8 +364,19 @@ static int recover_all(sliding_t *s)
         /* Waiting processes missed the checkpoints taken since they started waiting. */
         int64_t version = s->version;
         int rc = MPI_Allreduce(&s->version, &version, 1, MPI_INT64_T, MPI_MAX, s->alive);
+        /* The allreduce can fail at some survivors and succeed at others (a
+         * process that dies inside it). Whoever fails revokes, so that nobody
+         * stays blocked in it, and all of them agree whether to go on: every
+         * survivor must run the same agreements on alive in the same order,
+         * or one process's commit agreement meets another's next shrink (an
+         * agreement of another kind: its context id came out as garbage). */
+        int all_ok = rc == MPI_SUCCESS;
+        if (!all_ok) {
+            MPIX_Comm_revoke(s->alive);
+        }
+        rc = MPIX_Comm_agree(s->alive, &all_ok);
         t.agree += now() - phase;
-        if (rc != MPI_SUCCESS) {
+        if (rc != MPI_SUCCESS || !all_ok) {
             continue;
         }
 
@@ -509,6 +535,7 @@ int sliding_checkpoint(sliding_t *s, int64_t version)
     ftslide_killpoint(s->node, "checkpoint");
     int ok = rc == MPI_SUCCESS;
     int agree_rc = MPIX_Comm_agree(s->cart, &ok);
+    s->cart_closed = agree_rc != MPI_SUCCESS || !ok;
     if (agree_rc != MPI_SUCCESS) {
         return agree_rc;
     }
