@@ -6,13 +6,14 @@
  *   GRID     node grid with spares, 3D (torus:3x2x2) or 2D (mesh:4x3: the
  *            nodes form one layer, as in AxBx1)
  *   SPARES   spare layout, e.g. x:1
- *   METHOD   simple, slide1d, slide2d or hybrid
+ *   METHOD   simple, slide1d, slide2d, hybrid or routed
  *   N        points per rank and dimension (default 8)
  *
  * Each rank owns an N^3 block of a global field, periodic on a torus and with
  * zero boundaries on a mesh. On a 2D node grid the third dimension is the
- * block's own: periodic onto itself on a torus, zero boundaries on a mesh. Every iteration exchanges the six faces with the
- * Cartesian neighbours and averages them. A checkpoint is taken every
+ * block's own: periodic onto itself on a torus, zero boundaries on a mesh.
+ * Every iteration exchanges the six faces with the Cartesian neighbours and
+ * averages them. A checkpoint is taken every
  * CHECKPOINT_EVERY iterations; after a recovery every rank resumes from it.
  * At the end the blocks' sums are gathered to rank 0 and added in rank
  * order, so a run with failures must print the same checksum, bit for bit, as

@@ -47,7 +47,7 @@ struct sliding {
     copy_t own, buddy, own_pending, buddy_pending;
     char *scratch;            /* total_bytes, receives during recovery */
     int64_t version;          /* committed checkpoint version, -1 none */
-    int cart_closed;          /* the last agreement on cart failed: every member is done with it */
+    int cart_closed;          /* every member is done with cart: its last agreement failed */
     int started, recovered;
     sliding_recovery_times last;
 };
