@@ -6,7 +6,8 @@
  * coll-ftagree/core (era.h). This component is the adapter around it:
  *
  *   - transport: BTL active messages on a tag of our own
- *     (FTSLIDE_ERA_BTL_TAG, ftslide_ftnet.h), sent through the BML endpoint of the peer;
+ *     (FTSLIDE_ERA_BTL_TAG, ftslide_ftnet.h), sent through the BML endpoint
+ *     of the peer;
  *   - failures: Open MPI's per-communicator failure callback
  *     (ompi_rank_failure_cbfunc) feeds era_failure(); the ranks already
  *     known failed are fed when the communicator is set up and before each
@@ -65,8 +66,8 @@ typedef struct mca_coll_ftera_module_t {
 
     /* The agreement of the next lower-priority component (upstream's
      * ftagree), found in the communicator when we are enabled: it serves the
-     * calls our core cannot (anything but one int with bitwise AND, i.e. the
-     * fault-tolerant allreduce of Open MPI's CID allocation). Retained. */
+     * calls our core cannot (anything but one int with AND, OR, MAX or MIN;
+     * Open MPI itself makes none). Retained. */
     mca_coll_base_module_agree_fn_t fallback_agree;
     mca_coll_base_module_t *fallback_agree_module;
     mca_coll_base_module_iagree_fn_t fallback_iagree;
