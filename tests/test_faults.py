@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 def campaign(tmp_path: Path, *args: str) -> dict:
     report = tmp_path / "report.json"
     result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--runs", str(len(faults.PHASES)),
-                             "--seed", "3", "--out", str(report), *args],  # later options win cwd=REPO, stdin=subprocess.DEVNULL,
+                             "--seed", "3", "--out", str(report), *args],  # a later --runs or --seed wins
+                            cwd=REPO, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, timeout=900)
     assert report.exists(), result.stderr[-3000:]
     doc = json.loads(report.read_text())

@@ -4,8 +4,8 @@ All runs use real processes of the project's Open MPI build and real SIGKILLs:
 
 - ompi_info lists mpi_ft_reliable_bcast with our two algorithms, ours (lean) is the default, an invalid
   value is refused naming the valid ones;
-- our module really carries the revoke (its MPI_T counter mpi_ft_ftslide_messages_sent: exactly np-1 messages for
-  lean without failures, more for flooding, none with upstream's algorithm selected);
+- our module really carries the revoke (its MPI_T counter mpi_ft_ftslide_messages_sent: exactly np-1 messages
+  for lean without failures, more for flooding, none with upstream's algorithm selected);
 - the conformance suite (tests/test_conformance.py) passes with our flooding variant and with upstream's
   binomial-graph diffusion (ours lean is the default, so test_conformance.py itself runs on lean);
 - kills during the propagation (tests/mpi/revoke/revoke_kill.c): the origin after its first message, an inner
@@ -81,8 +81,8 @@ def test_invalid_radix_gets_one_line_and_auto(mpi_prefix, mpi_program, radix):
                       mpirun_options=["--mca", "mpi_ft_ftslide_radix", radix], timeout=60)
     text = run.stdout + run.stderr
     assert run.returncode == 0, run.describe()
-    assert f"ftslide_rbcast: mpi_ft_ftslide_radix {radix} is neither 0 (auto) nor a radix of at least 2; using 0 (auto)" in text, \
-        run.describe()
+    assert (f"ftslide_rbcast: mpi_ft_ftslide_radix {radix} is neither 0 (auto) nor a radix of at least 2; "
+            "using 0 (auto)") in text, run.describe()
     assert run.values("rc_1", range(4)) == {r: REVOKED for r in range(4)}, run.describe()
     assert sent_total(run, range(4), "sent_1") == 3, run.describe()
 

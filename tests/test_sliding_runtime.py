@@ -1,9 +1,10 @@
 """The sliding runtime with real processes: 3D Jacobi on torus:3x2x2 with a spare plane (x:1).
 
 12 processes: nodes 0-7 run the 2x2x2 logical ranks, nodes 8-11 are the spare
-plane (one test runs the 16 nodes of torus:4x4, spares y:1). Each test names the nodes killed and where (SIGKILL at a kill point),
-checks what the recoveries report, and compares the final checksum, bit for
-bit, with a failure-free run of the same configuration.
+plane (one test runs the 16 nodes of torus:4x4, spares y:1). Each test names
+the nodes killed and where (SIGKILL at a kill point), checks what the
+recoveries report, and compares the final checksum, bit for bit, with a
+failure-free run of the same configuration.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@
  * zero boundaries on a mesh. On a 2D node grid the third dimension is the
  * block's own: periodic onto itself on a torus, zero boundaries on a mesh.
  * Every iteration exchanges the six faces with the Cartesian neighbours and
- * averages them. A checkpoint is taken every
- * CHECKPOINT_EVERY iterations; after a recovery every rank resumes from it.
+ * averages them. A checkpoint is taken every CHECKPOINT_EVERY iterations;
+ * after a recovery every rank resumes from it.
  * At the end the blocks' sums are gathered to rank 0 and added in rank
  * order, so a run with failures must print the same checksum, bit for bit, as
  * one without.
@@ -88,32 +88,31 @@ static void face(field_t *f, int dim, int plane, double *buf, int to_buffer)
  * halo is written either way: after a recovery this process may hold another
  * rank than before, and its old halos must not leak into the new rank's edge.
  * A dimension the node grid does not have (2D grids) is one node wide: the
- * halo is the block's own opposite face on a torus, zero on a mesh. */
+ * neighbour is this process itself on a torus, none on a mesh. */
 static int exchange_halos(field_t *f, MPI_Comm cart)
 {
-    int count = f->n * f->n, ndims, dims[3], periods[3], coords[3];
+    int count = f->n * f->n, self, ndims, dims[3], periods[3], coords[3];
+    MPI_Comm_rank(cart, &self);
     MPI_Cartdim_get(cart, &ndims);
     MPI_Cart_get(cart, ndims, dims, periods, coords);
     for (int dim = 0; dim < 3; dim++) {
-        int low = MPI_PROC_NULL, high = MPI_PROC_NULL;
+        int low, high;
         if (dim < ndims) {
             MPI_Cart_shift(cart, dim, 1, &low, &high);
+        } else {
+            low = high = periods[0] ? self : MPI_PROC_NULL;
         }
         /* Send the high face up, receive the low halo from below; then the reverse. */
         for (int dir = 0; dir < 2; dir++) {
             int to = dir == 0 ? high : low, from = dir == 0 ? low : high;
             face(f, dim, dir == 0 ? f->n : 1, f->send, 1);
-            if (dim < ndims) {
-                int rc = MPI_Sendrecv(f->send, count, MPI_DOUBLE, to, dim * 2 + dir, f->recv, count, MPI_DOUBLE,
-                                      from, dim * 2 + dir, cart, MPI_STATUS_IGNORE);
-                if (rc != MPI_SUCCESS) {
-                    return rc;
-                }
+            int rc = MPI_Sendrecv(f->send, count, MPI_DOUBLE, to, dim * 2 + dir, f->recv, count, MPI_DOUBLE,
+                                  from, dim * 2 + dir, cart, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) {
+                return rc;
             }
-            if (dim < ndims ? from == MPI_PROC_NULL : !periods[0]) {
+            if (from == MPI_PROC_NULL) {
                 memset(f->recv, 0, sizeof(double) * (size_t)count);
-            } else if (dim >= ndims) {
-                memcpy(f->recv, f->send, sizeof(double) * (size_t)count);
             }
             face(f, dim, dir == 0 ? 0 : f->n + 1, f->recv, 0);
         }

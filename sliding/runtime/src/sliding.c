@@ -342,7 +342,6 @@ static int recover_all(sliding_t *s)
         MPIX_Comm_revoke(s->cart);
         int none = 0;
         (void)MPIX_Comm_agree(s->cart, &none);
-        s->cart_closed = 1;
     }
     for (t.attempts = 1; t.attempts <= MAX_ATTEMPTS; t.attempts++) {
         ftslide_killpoint(s->node, "recovery_start");

@@ -8,7 +8,7 @@
  * wire by its extended CID, its local index and its c_epoch, which together
  * differ between two communicators that reuse a CID.
  *
- *   ftslide_rbcast_bcast()          --> bmg_broadcast()
+ *   ftslide_rbcast_bcast()           --> bmg_broadcast()
  *   BTL active message on our tag    --> bmg_recv()
  *   Open MPI's rank-failure callback --> bmg_failure()
  *   core send()    --> queued; drive() hands the queue to the BTL
@@ -59,11 +59,11 @@
 
 /* the arguments (ompi_comm_print_cid() formats a string) are evaluated only
  * when the output is on: the revoke path runs this at every process */
-#define RBCAST_OUT(lvl, ...)                                                                 \
-    do {                                                                                    \
-        if (opal_output_check_verbosity((lvl), ompi_ftmpi_output_handle)) {                 \
-            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftslide_rbcast: " __VA_ARGS__);     \
-        }                                                                                   \
+#define RBCAST_OUT(lvl, ...)                                                                        \
+    do {                                                                                            \
+        if (opal_output_check_verbosity((lvl), ompi_ftmpi_output_handle)) {                         \
+            opal_output_verbose((lvl), ompi_ftmpi_output_handle, "ftslide_rbcast: " __VA_ARGS__);   \
+        }                                                                                           \
     } while (0)
 
 /* on the wire, in front of the core's message */
@@ -78,7 +78,7 @@ typedef struct rbcast_hdr {
 typedef ftslide_key_t rbcast_key_t; /* extended CID + c_epoch (ftslide_ftnet.h) */
 
 typedef struct rbcast_chan {
-    struct rbcast_chan *sib;    /* next channel of the same live communicator (by_index) */
+    struct rbcast_chan *sib;   /* next channel of the same live communicator (by_index) */
     ompi_communicator_t *comm; /* not retained; NULL once freed here (detached) */
     ompi_group_t *lgrp, *rgrp; /* retained: a detached channel still sends */
     uint32_t index;            /* the communicator's c_index */
@@ -117,7 +117,7 @@ static unsigned detached_next = 0;
 static void rbcast_unreachable(ftslide_out_t *o);
 static void rbcast_handed(ftslide_out_t *o, size_t fragments);
 static ftslide_sendq_t rbcast_q = {.tag = FTSLIDE_RBCAST_BTL_TAG, .unreachable = rbcast_unreachable,
-                                  .handed = rbcast_handed};
+                                   .handed = rbcast_handed};
 static ftslide_stash_t stash = {.max = RBCAST_STASH_MAX};
 static ftslide_key_t freed_keys[RBCAST_FREED_RING];
 static unsigned char freed_used[RBCAST_FREED_RING];

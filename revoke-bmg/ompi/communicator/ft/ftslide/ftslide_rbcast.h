@@ -49,7 +49,7 @@ enum {
 /* Hands a delivered broadcast to the FT layer's callback for msg->type
  * (provided by the patched comm_ft_reliable_bcast.c). */
 typedef int (*ftslide_rbcast_deliver_fn_t)(struct ompi_communicator_t *comm,
-                                            struct ompi_comm_rbcast_message_t *msg);
+                                           struct ompi_comm_rbcast_message_t *msg);
 
 /* Messages upstream's diffusion (algorithms 1, 2, tag 0x30) has sent here:
  * counted by patch ompi/04 in ompi_comm_rbcast_send_msg(), so that benchmarks
