@@ -168,3 +168,13 @@ def test_job_ends_after_its_last_nonzero_exit(mpi_program, run_mpi):
     run = run_mpi(mpi_program("conformance/nonzero_exit.c"), 6)
     assert run.returncode == 3, run.describe()
     assert_all(run, "late_exit", [3, 4, 5], "1")
+
+
+def test_runtime_connections_send_at_once(mpi_program, run_mpi):
+    """np 2, nobody killed: every connected TCP socket of a rank (its link to the PMIx server) has
+    TCP_NODELAY set (patch pmix/02). Without it a failure event waited about 40 ms in the server's socket
+    for the client's delayed ACK; `bench/ft_primitives/phases.py --ops detect` shows the latency."""
+    run = run_mpi(mpi_program("conformance/pmix_nodelay.c"), 2)
+    tcp = run.values("tcp", [0, 1])
+    assert all(count is not None and int(count) >= 1 for count in tcp.values()), run.describe()
+    assert run.values("nodelay", [0, 1]) == tcp, run.describe()

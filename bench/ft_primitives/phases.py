@@ -3,14 +3,17 @@
 
     python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
-                                         [--victim 0] [--breakdown-runs 3] [--raw FILE.json]
+                                         [--victim 0] [--breakdown-runs 3] [--bind] [--raw FILE.json]
 
 For every repetition, np and operation, one mpirun per module set, the sets interleaved run by run
 (their order alternates between repetitions), so that the machine's load hits them alike. Each run
 times, at the slowest rank: ITER calls before any failure (their median), the first call after the
 victim SIGKILLed itself (one value: it includes the discovery of the failure) and ITER later calls with
 the dead rank still a member (their median). Printed: the median over the repetitions with its
-quartiles, the ratio of the medians to the first module set, and a breakdown from MPI_T counters, read in
+quartiles, the ratio of the medians to the first module set with a 90 % bootstrap interval (the
+repetitions resampled as pairs, since both sets of one repetition ran back to back) and a verdict against
+the 1.0 target ("met": ratio <= 1.0; "noise": above 1.0 but the interval reaches below it; "over": the
+whole interval above 1.0), and a breakdown from MPI_T counters, read in
 --breakdown-runs more runs (the timed runs do not open MPI_T: with pvar sessions open, failures were reported
 sooner to the upstream module set than to ours, which skewed the first calls)
 (our agreements per call, of them Open MPI's internal MAX/MIN allreduces, calls handed to another
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -48,6 +52,9 @@ OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
 DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "revoke")
 PHASES = ("before", "first", "later")
 COUNTERS = ("inst", "minmax", "fallbacks", "proc_failed", "agree_us", "detect_us", "rbmsgs")
+# --bind: two processes per core, each bound to its core, instead of letting the scheduler place them (which
+# process shares the core of a revoke's origin, or of a tree's root, then changes from run to run)
+BIND = ["--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allowed"]
 LINE = re.compile(r"ft_phases op=(\w+) np=(\d+) phase=(\w+) us=([\d.]+) q1=[\d.]+ q3=[\d.]+ "
                   + " ".join(rf"{c}=(-?[\d.]+)" for c in COUNTERS))
 
@@ -57,6 +64,31 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
         return values[0], values[0], values[0]
     q = statistics.quantiles(values, n=4, method="inclusive")
     return q[0], statistics.median(values), q[2]
+
+
+def ratio_interval(base: list[float], other: list[float], level: float = 0.90, resamples: int = 2000,
+                   seed: int = 1) -> tuple[float, float]:
+    """Bootstrap interval of median(other) / median(base), the repetitions resampled as pairs."""
+    pairs = list(zip(base, other))
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        sample = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        denominator = statistics.median(b for b, _ in sample)
+        if denominator > 0:
+            ratios.append(statistics.median(o for _, o in sample) / denominator)
+    if not ratios:
+        return float("nan"), float("nan")
+    ratios.sort()
+    tail = (1 - level) / 2
+    return ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
+
+
+def verdict(ratio: float, low: float) -> str:
+    """The ratio of medians against the 1.0 target, with the interval's lower end."""
+    if ratio <= 1.0:
+        return "met"
+    return "noise" if low <= 1.0 else "over"
 
 
 def measure(prefix: Path, binary: Path, np: int, op: str, mca: list[str], iterations: int,
@@ -96,6 +128,9 @@ def main() -> int:
     parser.add_argument("--breakdown-runs", type=int, default=3,
                         help="extra runs per np, operation and module set with the MPI_T counters read (the timed "
                              "runs go without MPI_T, which changed how soon failures were reported; default 3)")
+    parser.add_argument("--bind", action="store_true",
+                        help="bind two processes to each core (--map-by core:OVERSUBSCRIBE --bind-to "
+                             "core:overload-allowed) instead of leaving their placement to the scheduler")
     parser.add_argument("--raw", type=Path, help="also write every run's values to this JSON file")
     args = parser.parse_args()
     try:
@@ -124,6 +159,7 @@ def main() -> int:
     if any(not 0 <= args.victim < n for n in counts):
         print(f"phases.py: error: --victim must be a rank of every np (got {args.victim})", file=sys.stderr)
         return 2
+    placement = BIND if args.bind else []
     start_load = load()
     runs: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
     counted: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
@@ -136,7 +172,8 @@ def main() -> int:
                 for op in ops:
                     for name in order:
                         runs.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim))
+                            measure(prefix, binary, np, op, [*placement, *MODULE_SETS[name]], args.iterations,
+                                    args.victim))
             print(f"repetition {rep + 1}/{args.repeat} done (load {load()})", file=sys.stderr, flush=True)
         for rep in range(args.breakdown_runs):
             order = sets if rep % 2 == 0 else list(reversed(sets))
@@ -144,8 +181,8 @@ def main() -> int:
                 for op in ops:
                     for name in order:
                         counted.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, MODULE_SETS[name], args.iterations, args.victim,
-                                    counters=True))
+                            measure(prefix, binary, np, op, [*placement, *MODULE_SETS[name]], args.iterations,
+                                    args.victim, counters=True))
     except FtslideError as exc:
         print(f"phases.py: error: {exc}", file=sys.stderr)
         return 1
@@ -159,13 +196,17 @@ def main() -> int:
         for op in ops:
             for phase in PHASES:
                 base = None
+                base_values = [r[phase]["us"] for r in runs[(np, op, sets[0])]]
                 row = [np, op, phase]
                 for name in sets:
-                    q1, med, q3 = quartiles([r[phase]["us"] for r in runs[(np, op, name)]])
+                    values = [r[phase]["us"] for r in runs[(np, op, name)]]
+                    q1, med, q3 = quartiles(values)
                     base = base or med
                     row += [f"{med:.1f} [{q1:.1f}-{q3:.1f}]"]
                     if name != sets[0]:
-                        row += [f"{med / base:.2f}x"]
+                        ratio = med / base
+                        low, high = ratio_interval(base_values, values)
+                        row += [f"{ratio:.2f}x", f"{low:.2f}-{high:.2f}", verdict(ratio, low)]
                     with_counters = counted.get((np, op, name))
                     if not with_counters:
                         continue
@@ -175,11 +216,12 @@ def main() -> int:
                 rows.append(row)
     header = ["np", "op", "phase", f"{sets[0]} us [q1-q3]"]
     for name in sets[1:]:
-        header += [f"{name} us [q1-q3]", f"{name}/{sets[0]}"]
+        header += [f"{name} us [q1-q3]", f"{name}/{sets[0]}", "90% interval", "vs 1.0"]
     print_table(header, rows)
     print(f"slowest rank per call; before/later: median of {args.iterations} calls per run; first: one call per "
           f"run; medians and quartiles over {args.repeat} runs, module sets interleaved; victim rank "
-          f"{args.victim}; np oversubscribed on {os.cpu_count()} cores; load average {start_load} at the start, "
+          f"{args.victim}; np oversubscribed on {os.cpu_count()} cores"
+          f"{', two processes bound to each core' if args.bind else ''}; load average {start_load} at the start, "
           f"{end_load} at the end")
     print()
     print_table(["np", "op", "phase", "modules", "our agreements/call", "of them MAX/MIN", "handed on/call",
