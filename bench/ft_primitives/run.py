@@ -41,6 +41,8 @@ MODULE_SETS = {
              "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
     "ours-binomial": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binomial",
                       "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
+    "ours-binary": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "binary",
+                    "--mca", "mpi_ft_reliable_bcast", "ftslide_lean"],
     "ours-radix4": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
                     "--mca", "mpi_ft_reliable_bcast", "ftslide_lean", "--mca", "mpi_ft_ftslide_radix", "4"],
     "ours-flood": ["--mca", "coll_ftera_mode", "early", "--mca", "coll_ftera_tree", "knomial4",
