@@ -20,6 +20,7 @@ int main(int argc, char **argv)
     int tcp = 0, nodelay = 0;
     DIR *dir = opendir("/proc/self/fd");
     for (struct dirent *e; NULL != dir && NULL != (e = readdir(dir));) {
+        if ('.' == e->d_name[0]) continue;
         int fd = atoi(e->d_name), domain = 0, type = 0, on = 0;
         socklen_t len = sizeof(int);
         struct sockaddr_storage peer;
