@@ -80,7 +80,7 @@ typedef struct mca_coll_ftera_module_t {
     mca_coll_ftera_request_t *qhead, *qtail;
     uint64_t req_inst;
     int decided;                   /* the core called decide() since the last check */
-    uint64_t failures_seen;        /* failure_clock() at the last scan (UINT64_MAX: none yet) */
+    uint64_t failures_seen;        /* ftslide_gate_clock() at the last scan (0: no failure anywhere yet) */
     uint64_t t_start_ns;           /* the current instance's start (breakdown counters) */
     uint64_t t_failure_ns;         /* first failure fed while it runs (0: none yet) */
 } mca_coll_ftera_module_t;

@@ -221,7 +221,7 @@ static void ftera_module_construct(mca_coll_ftera_module_t *m)
     m->fallback_agree_module = NULL;
     m->fallback_iagree = NULL;
     m->fallback_iagree_module = NULL;
-    m->failures_seen = UINT64_MAX;
+    m->failures_seen = 0; /* the clock is 0 until a failure is reported: nothing to scan before */
 }
 
 static void ftera_complete(mca_coll_ftera_module_t *m, int force_error);
@@ -648,7 +648,8 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 /* Tell the core about every rank of comm already known failed here. The scan
  * is O(size of comm); it runs only when a failure was reported since the
  * last one (the failure callback feeds the failures of live communicators one
- * by one), so a failure-free agreement costs O(1) here. */
+ * by one), so a failure-free agreement, and the set-up of a communicator in a
+ * job that has seen no failure, cost O(1) here. */
 static void feed_known_failures(mca_coll_ftera_module_t *m)
 {
     uint64_t now = ftslide_gate_clock(&ftera_gate);
