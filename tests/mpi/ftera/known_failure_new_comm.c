@@ -12,8 +12,10 @@
  *                           MPIX_ERR_PROC_FAILED_PENDING expected
  *   ibarrier                an MPI_Ibarrier on s, posted beside it: an error
  *                           (MPIX_ERR_PROC_FAILED) expected
- * each within WAIT_S seconds, else TIMEOUT; then s is revoked, which ends
- * whatever is still pending.
+ * each within WAIT_S seconds, else TIMEOUT; then, once both have looked (an
+ * agreement on c: a revoke reaching a survivor that has not tested its
+ * requests yet turns them into MPIX_ERR_REVOKED, which takes precedence), s is
+ * revoked, which ends whatever is still pending.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
@@ -72,7 +74,10 @@ int main(int argc, char **argv)
     const char *any_source = wait_bounded(&recv), *ibarrier = wait_bounded(&barrier);
     FTCHECK("any_source", "%s", any_source);
     FTCHECK("ibarrier", "%s", ibarrier);
-    /* get out: a revoke ends whatever is still pending */
+    /* get out, once the other survivor has looked too: a revoke ends whatever
+     * is still pending */
+    int flag = 1;
+    MPIX_Comm_agree(c, &flag);
     MPIX_Comm_revoke(s);
     MPI_Wait(&recv, MPI_STATUS_IGNORE);
     MPI_Wait(&barrier, MPI_STATUS_IGNORE);
