@@ -195,13 +195,12 @@ def main() -> int:
     for np in counts:
         for op in ops:
             for phase in PHASES:
-                base = None
                 base_values = [r[phase]["us"] for r in runs[(np, op, sets[0])]]
+                base = statistics.median(base_values)
                 row = [np, op, phase]
                 for name in sets:
                     values = [r[phase]["us"] for r in runs[(np, op, name)]]
                     q1, med, q3 = quartiles(values)
-                    base = base or med
                     row += [f"{med:.1f} [{q1:.1f}-{q3:.1f}]"]
                     if name != sets[0]:
                         ratio = med / base
