@@ -243,6 +243,15 @@ static inline void ftslide_sendq_sent_cb(struct mca_btl_base_module_t *btl, stru
     (void) status; /* a lost message is a failed peer: the failure detector tells the core */
 }
 
+/* The BTL takes a send of header bytes only, without a convertor, through
+ * btl_sendi. Of 5.0.7's BTLs only sm's sendi looks at the convertor only when
+ * there is a payload (self's, uct's and ugni's always do), so only sm. */
+static inline int ftslide_btl_sends_inline(const mca_btl_base_module_t *btl)
+{
+    return NULL != btl->btl_sendi && NULL != btl->btl_component &&
+           0 == strcmp(btl->btl_component->btl_version.mca_component_name, "sm");
+}
+
 /* Hand o to the BTL. 0: gone (sent, or dropped: the peer is failed or has no
  * endpoint); 1: the BTL has no descriptor now, try again after progress (the
  * fragments sent so far are not sent again). */
@@ -263,6 +272,19 @@ static inline int ftslide_sendq_transmit(ftslide_sendq_t *q, ftslide_out_t *o)
     mca_btl_base_module_t *btl = bml_btl->btl;
     size_t limit = btl->btl_eager_limit;
     if (q->fragment_limit > 0 && q->fragment_limit < limit) limit = q->fragment_limit;
+    if (0 == o->sent && o->hlen + o->len <= limit && ftslide_btl_sends_inline(btl)) {
+        /* the whole message, no payload convertor: the shared-memory BTL
+         * writes it into the peer's fast box when the pair has one (no
+         * descriptor to allocate, none to return), else into a fragment */
+        if (NULL != q->set_offset) q->set_offset(o->bytes, 0);
+        if (OPAL_SUCCESS == btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, o->bytes, o->hlen + o->len, 0,
+                                           MCA_BTL_NO_ORDER, MCA_BTL_DES_FLAGS_PRIORITY, q->tag, NULL)) {
+            o->sent = o->len;
+            if (q->handed) q->handed(o, 1);
+            return 0;
+        }
+        /* no room now: the descriptor path below queues it in the BTL */
+    }
     size_t room = (NULL != q->set_offset && limit > o->hlen) ? limit - o->hlen : o->len;
     size_t fragments = 0;
     do {
