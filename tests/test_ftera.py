@@ -246,6 +246,28 @@ def test_fragmented_messages(mpi_prefix, mpi_program, np, kills):
     assert all(messages > 0 and fragments >= 5 * messages for messages, fragments in sent), sent
 
 
+def _inlined(text):
+    return [int(m[1]) for m in re.finditer(r"coll:ftera: \d+ agreements, \d+ messages sent in \d+ fragments "
+                                           r"\((\d+) inline\)", text)]
+
+
+@pytest.mark.parametrize("btl", ["sm", "tcp"])
+def test_shared_memory_messages_go_inline(mpi_prefix, mpi_program, btl):
+    """np 4, 40 agreements, rank 2 dies before contributing to the 20th: on one node every survivor sends
+    through the sm BTL's inline send (into the peer's fast box once the pair has one); with --mca btl tcp,self
+    none does. The agreements are right either way."""
+    options = ["--mca", "coll_ftera_verbose", "1", *(["--mca", "btl", "tcp,self"] if btl == "tcp" else [])]
+    run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 4, args=["40"], kill={2: "before_agree_20"},
+                      mpirun_options=options, timeout=120)
+    check_agreements(run, 4, 40, {2})
+    inlined = _inlined(run.stdout + run.stderr)
+    assert len(inlined) == 3, run.describe()
+    if btl == "sm":
+        assert all(n > 0 for n in inlined), inlined
+    else:
+        assert inlined == [0, 0, 0], inlined
+
+
 def test_too_small_fragment_size_is_refused(mpi_prefix, mpi_program):
     """A fragment size below our header and some data gets one line naming the parameter; the job runs whole."""
     run = run_program(mpi_prefix, mpi_program("ftera/agree_kill.c"), 2, args=["1"],

@@ -11,8 +11,9 @@
  *   ftslide_sendq_t     the send queue: a core's send() only queues (a BTL send
  *                       may run the progress engine, which may deliver one of
  *                       our messages into the same core); drained afterwards to
- *                       the first eager BTL of each peer, in fragments of at most
- *                       a limit when the module fragments
+ *                       the first eager BTL of each peer: a whole message through
+ *                       the sm BTL's inline send, else in descriptors (fragments
+ *                       of at most a limit when the module fragments)
  *   ftslide_gate_t      the failure gate: a module chained into
  *                       ompi_rank_failure_cbfunc, and a clock that moves with
  *                       every reported failure (so a module rescans the known
@@ -193,6 +194,7 @@ typedef struct ftslide_sendq {
     ftslide_out_t *spare; /* sent small nodes, for reuse */
     unsigned nspare;
     int draining;
+    uint64_t inlined; /* messages the BTL took through its inline send */
     mca_btl_base_tag_t tag;
     /* fragments: at most this many bytes, header included (0: the BTL's eager
      * limit); set_offset writes a fragment's payload offset into its header
@@ -280,6 +282,7 @@ static inline int ftslide_sendq_transmit(ftslide_sendq_t *q, ftslide_out_t *o)
         if (OPAL_SUCCESS == btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, o->bytes, o->hlen + o->len, 0,
                                            MCA_BTL_NO_ORDER, MCA_BTL_DES_FLAGS_PRIORITY, q->tag, NULL)) {
             o->sent = o->len;
+            q->inlined++;
             if (q->handed) q->handed(o, 1);
             return 0;
         }

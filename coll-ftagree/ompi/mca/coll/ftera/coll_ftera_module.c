@@ -805,9 +805,10 @@ int mca_coll_ftera_finalize(void)
 {
     if (mca_coll_ftera_verbose >= 1 && mca_coll_ftera_output >= 0 && ftera_inited) {
         opal_output(mca_coll_ftera_output,
-                    "coll:ftera: %" PRIu64 " agreements, %" PRIu64 " messages sent in %" PRIu64 " fragments, %"
-                    PRIu64 " received, %" PRIu64 " failures fed, %" PRIu64 " stashed",
-                    mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nfragments, mca_coll_ftera_nrecv,
+                    "coll:ftera: %" PRIu64 " agreements, %" PRIu64 " messages sent in %" PRIu64 " fragments (%"
+                    PRIu64 " inline), %" PRIu64 " received, %" PRIu64 " failures fed, %" PRIu64 " stashed",
+                    mca_coll_ftera_nagree, mca_coll_ftera_nsent, mca_coll_ftera_nfragments, ftera_q.inlined,
+                    mca_coll_ftera_nrecv,
                     mca_coll_ftera_nfailures, mca_coll_ftera_nstashed);
     }
     ftslide_gate_close(&ftera_gate);
