@@ -3,7 +3,8 @@
 
     python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
-                                         [--victim 0] [--breakdown-runs 3] [--bind] [--raw FILE.json]
+                                         [--victim 0] [--breakdown-runs 3] [--bind] [--control]
+                                         [--raw FILE.json]
 
 For every repetition, np and operation, one mpirun per module set, the sets interleaved run by run
 (their order alternates between repetitions), so that the machine's load hits them alike. Each run
@@ -13,7 +14,9 @@ the dead rank still a member (their median). Printed: the median over the repeti
 quartiles, the ratio of the medians to the first module set with a 90 % bootstrap interval (the
 repetitions resampled as pairs, since both sets of one repetition ran back to back) and a verdict against
 the 1.0 target ("met": ratio <= 1.0; "noise": above 1.0 but the interval reaches below it; "over": the
-whole interval above 1.0), and a breakdown from MPI_T counters, read in
+whole interval above 1.0); with --control the baseline also runs a second time as a set of its own, whose
+ratio to the baseline (nothing differs but the runs) shows how far this machine moves a ratio by itself; and a
+breakdown from MPI_T counters, read in
 --breakdown-runs more runs (the timed runs do not open MPI_T: with pvar sessions open, failures were reported
 sooner to the upstream module set than to ours, which skewed the first calls)
 (our agreements per call, of them Open MPI's internal MAX/MIN allreduces, calls handed to another
@@ -131,6 +134,10 @@ def main() -> int:
     parser.add_argument("--bind", action="store_true",
                         help="bind two processes to each core (--map-by core:OVERSUBSCRIBE --bind-to "
                              "core:overload-allowed) instead of leaving their placement to the scheduler")
+    parser.add_argument("--control", action="store_true",
+                        help="also run the baseline set a second time as a set of its own (named BASELINE-again), "
+                             "interleaved like the others: its ratio to the baseline is what this machine and "
+                             "harness read when nothing differs")
     parser.add_argument("--raw", type=Path, help="also write every run's values to this JSON file")
     args = parser.parse_args()
     try:
@@ -152,6 +159,10 @@ def main() -> int:
         print(f"phases.py: error: unknown module set {unknown[0]!r}: choose from {', '.join(MODULE_SETS)}",
               file=sys.stderr)
         return 2
+    mca_of = {name: MODULE_SETS[name] for name in sets}
+    if args.control:
+        sets.append(f"{sets[0]}-again")
+        mca_of[sets[-1]] = MODULE_SETS[sets[0]]
     if args.repeat < 1 or args.iterations < 1 or args.breakdown_runs < 0:
         print("phases.py: error: --repeat and --iterations take counts of at least 1, --breakdown-runs of at least 0",
               file=sys.stderr)
@@ -172,7 +183,7 @@ def main() -> int:
                 for op in ops:
                     for name in order:
                         runs.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, [*placement, *MODULE_SETS[name]], args.iterations,
+                            measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
                                     args.victim))
             print(f"repetition {rep + 1}/{args.repeat} done (load {load()})", file=sys.stderr, flush=True)
         for rep in range(args.breakdown_runs):
@@ -181,7 +192,7 @@ def main() -> int:
                 for op in ops:
                     for name in order:
                         counted.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, [*placement, *MODULE_SETS[name]], args.iterations,
+                            measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
                                     args.victim, counters=True))
     except FtslideError as exc:
         print(f"phases.py: error: {exc}", file=sys.stderr)

@@ -58,7 +58,7 @@ typedef struct mca_coll_ftera_module_t {
     mca_coll_base_module_t super;
 
     ompi_communicator_t *comm;     /* not retained: the module lives as long as comm */
-    era_t *era;
+    era_t *era;                    /* the core: NULL until the first agreement or message (core_of()) */
     uint64_t cid_base, cid_sub;
     uint32_t epoch;
     int registered;                /* on the list of live modules */

@@ -3,7 +3,10 @@
  *
  * Flow of one agreement on communicator C (module m, core state m->era):
  *
- *   agree/iagree --> feed locally known failures --> era_start()
+ *   agree/iagree --> core_of(): the core, made at the communicator's first
+ *                    agreement or first message (most communicators never
+ *                    agree, and pay nothing for it)
+ *                --> feed locally known failures --> era_start()
  *   BTL active message (our tag) --> era_recv()
  *   Open MPI failure callback for C --> era_failure()
  *   core send() action --> queued, then sent by drive() after the core call
@@ -520,9 +523,16 @@ static mca_coll_ftera_module_t *find_module(const mca_coll_ftera_wire_hdr_t *hdr
     return NULL;
 }
 
+static era_t *core_of(mca_coll_ftera_module_t *m);
+
 static void deliver(mca_coll_ftera_module_t *m, uint32_t src, const void *msg, size_t len)
 {
     if (src >= (uint32_t) ompi_comm_size(m->comm)) return;
+    if (NULL == core_of(m)) {
+        opal_output(0, "coll:ftera: out of memory setting up the agreement of comm %s; a message from rank %u is lost",
+                    ompi_comm_print_cid(m->comm), src);
+        return;
+    }
     int rc = era_recv(m->era, src, msg, len);
     if (ERA_OK != rc) {
         FTERA_OUT(20, "coll:ftera: comm %s: message from rank %u rejected by the core (%d)",
@@ -632,7 +642,9 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
     ftera_gate.events++;
     if (!remote) {
         for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
-            if (m->comm == comm && rank >= 0 && rank < ompi_comm_size(comm) && rank != ompi_comm_rank(comm)) {
+            if (m->comm == comm && NULL != m->era && rank >= 0 && rank < ompi_comm_size(comm) &&
+                rank != ompi_comm_rank(comm)) {
+                /* (a module without its core yet learns the failure when the core is made) */
                 FTERA_OUT(20, "coll:ftera: comm %s: rank %d failed", ompi_comm_print_cid(comm), rank);
                 mca_coll_ftera_nfailures++;
                 era_failure(m->era, (uint32_t) rank);
@@ -647,9 +659,9 @@ static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 
 /* Tell the core about every rank of comm already known failed here. The scan
  * is O(size of comm); it runs only when a failure was reported since the
- * last one (the failure callback feeds the failures of live communicators one
- * by one), so a failure-free agreement, and the set-up of a communicator in a
- * job that has seen no failure, cost O(1) here. */
+ * last one (the failure callback feeds the failures of communicators with a
+ * core one by one), so a failure-free agreement, and the first agreement of
+ * a communicator in a job that has seen no failure, cost O(1) here. */
 static void feed_known_failures(mca_coll_ftera_module_t *m)
 {
     uint64_t now = ftslide_gate_clock(&ftera_gate);
@@ -686,8 +698,11 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
         return m->fallback_iagree(contrib, dt_count, dt, op, group, grp_update, comm, request,
                                   m->fallback_iagree_module);
     }
-    if (NULL == m->era || NULL == m->comm) {
+    if (NULL == m->comm) {
         return MPI_ERR_INTERN;
+    }
+    if (NULL == core_of(m)) {
+        return MPI_ERR_NO_MEM;
     }
     mca_coll_ftera_request_t *r = OBJ_NEW(mca_coll_ftera_request_t);
     if (NULL == r) {
@@ -853,10 +868,26 @@ static void replay_one(void *ctx, const void *bytes, size_t len)
             len - sizeof(hdr));
 }
 
+/* m's core, made at the first call (an agreement, or a message for it): the
+ * tree, the state, and the failures this process already knows of. NULL if
+ * memory runs out. */
+static era_t *core_of(mca_coll_ftera_module_t *m)
+{
+    if (NULL != m->era) return m->era;
+    int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    era_tree_t tree = ftera_tree_for(m->comm);
+    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
+                        &core_callbacks, m);
+    if (NULL == m->era) return NULL;
+    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(m->comm), n, era_tree_name(tree));
+    feed_known_failures(m);
+    return m->era;
+}
+
 static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
-    int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+    int n = ompi_comm_size(comm);
 
     /* modules are enabled in increasing priority: what the communicator has
      * now is the next lower-priority agreement */
@@ -882,13 +913,6 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     m->cid_base = comm->c_contextid.cid_base;
     m->cid_sub = comm->c_contextid.cid_sub.u64;
     m->epoch = comm->c_epoch;
-    era_tree_t tree = ftera_tree_for(comm);
-    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
-                        &core_callbacks, m);
-    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(comm), n, era_tree_name(tree));
-    if (NULL == m->era) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
     /* a communicator of this process with the same extended CID and epoch
      * was freed before (not expected: epochs grow); its key is live again */
     ftslide_key_t key = key_of_module(m);
@@ -896,9 +920,8 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     m->next = ftera_modules;
     ftera_modules = m;
     m->registered = 1;
-    feed_known_failures(m);
 
-    /* replay what peers sent before we got here */
+    /* replay what peers sent before we got here (which makes the core) */
     unsigned replayed = ftslide_stash_replay(&stash, &key, replay_one, m);
     if (replayed) drive();
     return OMPI_SUCCESS;
