@@ -246,8 +246,9 @@ static inline void ftslide_sendq_sent_cb(struct mca_btl_base_module_t *btl, stru
 }
 
 /* The BTL takes a send of header bytes only, without a convertor, through
- * btl_sendi. Of 5.0.7's BTLs only sm's sendi looks at the convertor only when
- * there is a payload (self's, uct's and ugni's always do), so only sm. */
+ * btl_sendi. 5.0.7's sm BTL looks at the convertor only when there is a
+ * payload; self's and uct's sendi read it in any case, and we do not use the
+ * others' on trust, so only sm. */
 static inline int ftslide_btl_sends_inline(const mca_btl_base_module_t *btl)
 {
     return NULL != btl->btl_sendi && NULL != btl->btl_component &&
