@@ -172,28 +172,27 @@ def main() -> int:
         return 2
     placement = BIND if args.bind else []
     start_load = load()
-    runs: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
-    counted: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
     try:
         prefix = require_prefix()
         binary = mpi.compile_program(prefix, [SOURCE])
-        for rep in range(args.repeat):
-            order = sets if rep % 2 == 0 else list(reversed(sets))
-            for np in counts:
-                for op in ops:
-                    for name in order:
-                        runs.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
-                                    args.victim))
-            print(f"repetition {rep + 1}/{args.repeat} done (load {load()})", file=sys.stderr, flush=True)
-        for rep in range(args.breakdown_runs):
-            order = sets if rep % 2 == 0 else list(reversed(sets))
-            for np in counts:
-                for op in ops:
-                    for name in order:
-                        counted.setdefault((np, op, name), []).append(
-                            measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
-                                    args.victim, counters=True))
+
+        def sweep(repeat: int, counters: bool) -> dict[tuple[int, str, str], list[dict[str, dict[str, float]]]]:
+            """repeat runs of every np, operation and set, the sets' order alternating between repetitions"""
+            got: dict[tuple[int, str, str], list[dict[str, dict[str, float]]]] = {}
+            for rep in range(repeat):
+                order = sets if rep % 2 == 0 else list(reversed(sets))
+                for np in counts:
+                    for op in ops:
+                        for name in order:
+                            got.setdefault((np, op, name), []).append(
+                                measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
+                                        args.victim, counters=counters))
+                if not counters:
+                    print(f"repetition {rep + 1}/{repeat} done (load {load()})", file=sys.stderr, flush=True)
+            return got
+
+        runs = sweep(args.repeat, counters=False)
+        counted = sweep(args.breakdown_runs, counters=True)
     except FtslideError as exc:
         print(f"phases.py: error: {exc}", file=sys.stderr)
         return 1

@@ -68,6 +68,9 @@ static inline int ftslide_key_eq(const ftslide_key_t *a, const ftslide_key_t *b)
 
 /* ---- names of communicators freed here ---------------------------------------- */
 
+/* Consulted only for a message that no live communicator claims, so a name
+ * that is freed and later live again needs no forgetting. */
+
 typedef struct ftslide_freed {
     ftslide_key_t *keys; /* n slots, caller's storage */
     unsigned char *used;
@@ -87,14 +90,6 @@ static inline int ftslide_freed_has(const ftslide_freed_t *r, const ftslide_key_
         if (r->used[i] && ftslide_key_eq(&r->keys[i], k)) return 1;
     }
     return 0;
-}
-
-/* a name live again (not expected: epochs grow) */
-static inline void ftslide_freed_forget(ftslide_freed_t *r, const ftslide_key_t *k)
-{
-    for (unsigned i = 0; i < r->n; i++) {
-        if (r->used[i] && ftslide_key_eq(&r->keys[i], k)) r->used[i] = 0;
-    }
 }
 
 /* ---- early messages ------------------------------------------------------------ */
@@ -279,10 +274,8 @@ static inline int ftslide_sendq_transmit(ftslide_sendq_t *q, ftslide_out_t *o)
         /* the whole message, no payload convertor: the shared-memory BTL
          * writes it into the peer's fast box when the pair has one (no
          * descriptor to allocate, none to return), else into a fragment */
-        if (NULL != q->set_offset) q->set_offset(o->bytes, 0);
         if (OPAL_SUCCESS == btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, o->bytes, o->hlen + o->len, 0,
                                            MCA_BTL_NO_ORDER, MCA_BTL_DES_FLAGS_PRIORITY, q->tag, NULL)) {
-            o->sent = o->len;
             q->inlined++;
             if (q->handed) q->handed(o, 1);
             return 0;

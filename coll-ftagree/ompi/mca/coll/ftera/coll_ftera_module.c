@@ -913,9 +913,6 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     m->cid_base = comm->c_contextid.cid_base;
     m->cid_sub = comm->c_contextid.cid_sub.u64;
     m->epoch = comm->c_epoch;
-    /* (the names of freed communicators are looked at only for a message
-     * that no live module claims, so a name freed before and live again
-     * needs no forgetting here) */
     ftslide_key_t key = key_of_module(m);
     m->next = ftera_modules;
     ftera_modules = m;

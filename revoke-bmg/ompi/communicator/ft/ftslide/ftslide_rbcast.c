@@ -595,8 +595,6 @@ void ftslide_rbcast_comm_ready(ompi_communicator_t *comm)
     if (!OMPI_COMM_IS_INTER(comm) && NULL == first_chan(comm)) (void) get_chan(comm, RBCAST_TYPE_UNSET);
     if (NULL == stash.head) return;
     rbcast_key_t k = key_of(comm);
-    /* a name freed before and now live again (not expected: epochs differ) */
-    ftslide_freed_forget(&freed, &k);
     (void) ftslide_stash_replay(&stash, &k, replay_one, comm);
     drive();
 }
