@@ -30,10 +30,10 @@
  * Variants:
  *   BMG_VARIANT_FLOOD  every process forwards to all its BMG neighbours
  *                      (+-2^k mod P); a dead +-1 neighbour is walked past.
- *   BMG_VARIANT_LEAN   every process forwards along the 4-nomial spanning
- *                      tree rooted at the broadcast's origin (depth
- *                      ceil(log4 P), about the BMG's diameter, from
- *                      whichever rank starts it); dead tree vertices are
+ *   BMG_VARIANT_LEAN   every process forwards along the k-nomial spanning
+ *                      tree rooted at the broadcast's origin (k = the
+ *                      origin's radix, 4 by default: depth ceil(log4 P),
+ *                      about the BMG's diameter); dead tree vertices are
  *                      bypassed (contracted), so failures cost messages only
  *                      near the failed vertex. P-1 messages instead of
  *                      ~P*(deg-1) when nothing fails. Several origins of one
@@ -58,7 +58,7 @@ extern "C" {
  * applied but some sends may be missing) */
 
 /* Size in bytes of every message this core emits. */
-#define BMG_MSG_SIZE 16u
+#define BMG_MSG_SIZE 20u
 
 typedef enum bmg_variant {
     BMG_VARIANT_FLOOD = 0,
@@ -108,11 +108,16 @@ uint32_t bmg_knomial_neighbors(uint32_t nprocs, uint32_t k, uint32_t origin, uin
 bmg_t *bmg_create(uint32_t nprocs, uint32_t me, bmg_variant_t variant,
                   const bmg_callbacks_t *cb, void *ctx);
 void bmg_destroy(bmg_t *b);
-/* Lean variant: use the k-nomial tree with k = radix (>= 2; default 4)
- * instead of the 4-nomial one. Every process of the channel must set the same
- * radix, before its first broadcast or message (BMG_EINVAL after, or for
- * radix < 2). */
+/* Lean variant: broadcasts this process starts run along the k-nomial tree
+ * with k = radix (>= 2; default 4) instead of the 4-nomial one. Set it before
+ * the first broadcast or message (BMG_EINVAL after, or for radix < 2). A
+ * broadcast's messages carry its origin's radix and every process forwards it
+ * along that tree, so processes that set different radices still deliver to
+ * every survivor (bmg_msg_radix() lets a driver notice the difference). */
 int bmg_set_radix(bmg_t *b, uint32_t radix);
+/* The radix a well-formed message of this wire version carries (its origin's;
+ * 0 for the flooding variant or a malformed message). Pure function. */
+uint32_t bmg_msg_radix(const void *msg, size_t len);
 
 /* Local call: start broadcasting `epoch` (> 0). Delivers locally and sends.
  * A no-op (BMG_OK) if an equal or higher epoch was already delivered. */

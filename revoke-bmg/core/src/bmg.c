@@ -18,6 +18,8 @@
  *   BMG_MUTANT_NO_REFORWARD  failures learned after delivery trigger nothing.
  *   BMG_MUTANT_LEAN_NO_BYPASS lean variant skips dead tree neighbours instead
  *                            of contracting them.
+ *   BMG_MUTANT_OWN_RADIX     lean variant forwards every broadcast along its
+ *                            own radix's tree instead of the origin's.
  */
 #include "bmg.h"
 
@@ -27,7 +29,7 @@
 #include "ftslide_corekit.h"
 
 #define BMG_WIRE_MAGIC 0xB6u
-#define BMG_WIRE_VERSION 2u /* 2: the lean tree is rooted at each message's origin */
+#define BMG_WIRE_VERSION 3u /* 2: the lean tree is rooted at each message's origin; 3: and has its radix */
 #define BMG_MSG_BCAST 1u
 #define BMG_INLINE 16u /* entries of the rank arrays kept inside the object */
 
@@ -48,13 +50,15 @@ struct bmg {
      * known to hold `epoch` from it: sent to or received from. */
     struct bmg_src {
         uint32_t origin;
+        uint32_t radix;  /* lean: the radix of the origin's tree, as its messages carry it */
         uint32_t *have, nhave, caphave;
     } *src;
     uint32_t nsrc, capsrc;
     uint32_t *targets, ntg, captg;    /* scratch: effective neighbours */
     uint32_t *stack, capstack;        /* scratch: contraction walk (lean), (vertex, from) pairs */
     uint32_t *nb, capnb;              /* scratch: tree neighbours of one vertex (lean) */
-    uint32_t radix;                   /* lean: the tree is k-nomial with k = radix (default 4) */
+    uint32_t radix;                   /* lean: broadcasts started here run along the k-nomial tree
+                                       * with k = radix (default 4); others along their origin's */
     /* First storage of the arrays above, inside the object: a revoke among
      * up to 17 ranks (every rank a neighbour of the origin on one node, one
      * origin) allocates nothing more than the object itself. grow() moves an
@@ -235,24 +239,24 @@ uint32_t bmg_lean_neighbors(uint32_t n, uint32_t origin, uint32_t rank, uint32_t
     return bmg_knomial_neighbors(n, 4, origin, rank, out, cap);
 }
 
-/* The lean tree's neighbours of u (rooted at origin) into b->nb; their count
- * (0 if memory runs out). */
-static uint32_t tree_nb(bmg_t *b, uint32_t origin, uint32_t u)
+/* The neighbours of u in the lean tree of radix `radix` rooted at origin,
+ * into b->nb; their count (0 if memory runs out). */
+static uint32_t tree_nb(bmg_t *b, uint32_t origin, uint32_t radix, uint32_t u)
 {
-    uint32_t k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+    uint32_t k = bmg_knomial_neighbors(b->n, radix, origin, u, b->nb, b->capnb);
     if (k > b->capnb) {
         if (!grow(b, &b->nb, &b->capnb, k)) return 0;
-        k = bmg_knomial_neighbors(b->n, b->radix, origin, u, b->nb, b->capnb);
+        k = bmg_knomial_neighbors(b->n, radix, origin, u, b->nb, b->capnb);
     }
     return k;
 }
 
-/* Lean: the spanning tree rooted at `origin` with every dead vertex
+/* Lean: the spanning tree of radix `radix` rooted at `origin` with every dead vertex
  * contracted into its neighbours: the targets are the alive vertices
  * reachable from `me` along tree paths whose inner vertices are all dead. A
  * tree has no cycles, so the walk needs no visit marks: it never goes back to
  * the vertex it came from. */
-static uint32_t lean_targets(bmg_t *b, uint32_t origin)
+static uint32_t lean_targets(bmg_t *b, uint32_t origin, uint32_t radix)
 {
     uint32_t n = b->n, sp = 0;
     b->ntg = 0;
@@ -262,7 +266,7 @@ static uint32_t lean_targets(bmg_t *b, uint32_t origin)
     b->stack[sp++] = b->me; /* "came from itself": nothing excluded */
     while (sp > 0) {
         uint32_t from = b->stack[--sp], u = b->stack[--sp];
-        uint32_t k = tree_nb(b, origin, u);
+        uint32_t k = tree_nb(b, origin, radix, u);
         for (uint32_t i = 0; i < k; i++) {
             uint32_t w = b->nb[i];
             if (w == from || w == b->me) continue;
@@ -282,8 +286,9 @@ static uint32_t lean_targets(bmg_t *b, uint32_t origin)
 }
 
 /* The entry of `origin` (flooding: the only one); created (with nothing
- * known) when missing; NULL if memory runs out. */
-static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
+ * known, and the radix its message carries) when missing; NULL if memory
+ * runs out. */
+static struct bmg_src *src_of(bmg_t *b, uint32_t origin, uint32_t radix)
 {
     if (b->variant != BMG_VARIANT_LEAN) origin = b->nsrc ? b->src[0].origin : origin;
     for (uint32_t i = 0; i < b->nsrc; i++)
@@ -304,6 +309,7 @@ static struct bmg_src *src_of(bmg_t *b, uint32_t origin)
     struct bmg_src *e = &b->src[b->nsrc++];
     memset(e, 0, sizeof *e);
     e->origin = origin;
+    e->radix = radix;
     if (b->nsrc == 1) { /* the first origin keeps the object's own slot */
         e->have = b->in_have;
         e->caphave = BMG_INLINE;
@@ -324,9 +330,13 @@ static void forward(bmg_t *b)
     msg[3] = (unsigned char)b->variant;
     fck_put_u64(msg + 8, b->epoch);
     for (uint32_t j = 0; j < b->nsrc; j++) {
-        uint32_t origin = b->src[j].origin;
-        uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b, origin) : flood_targets(b);
+        uint32_t origin = b->src[j].origin, radix = b->src[j].radix;
+#ifdef BMG_MUTANT_OWN_RADIX
+        if (b->variant == BMG_VARIANT_LEAN) radix = b->radix;
+#endif
+        uint32_t cnt = b->variant == BMG_VARIANT_LEAN ? lean_targets(b, origin, radix) : flood_targets(b);
         fck_put_u32(msg + 4, origin);
+        fck_put_u32(msg + 16, radix);
         for (uint32_t i = 0; i < cnt; i++) {
             uint32_t t = b->targets[i];
             struct bmg_src *e = &b->src[j]; /* (targets never reallocates src) */
@@ -339,7 +349,7 @@ static void forward(bmg_t *b)
 
 /* Adopt a higher epoch: forward first, then deliver (so a process that has
  * delivered has already handed the message to all its current targets). */
-static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
+static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, uint32_t radix, int64_t from)
 {
     b->epoch = epoch;
     b->origin = origin;
@@ -350,7 +360,7 @@ static void adopt(bmg_t *b, uint64_t epoch, uint32_t origin, int64_t from)
         }
     }
     b->nsrc = 0;
-    struct bmg_src *e = src_of(b, origin);
+    struct bmg_src *e = src_of(b, origin, radix);
     if (e && from >= 0) set_add(b, &e->have, &e->nhave, &e->caphave, (uint32_t)from);
     forward(b);
     if (b->cb.deliver) b->cb.deliver(b->ctx, origin, epoch);
@@ -412,7 +422,7 @@ int bmg_broadcast(bmg_t *b, uint64_t epoch)
 {
     if (!b || epoch == 0) return BMG_EINVAL;
     if (epoch <= b->epoch) return BMG_OK;
-    adopt(b, epoch, b->me, -1);
+    adopt(b, epoch, b->me, b->variant == BMG_VARIANT_LEAN ? b->radix : 0, -1);
     return finish(b);
 }
 
@@ -423,17 +433,17 @@ int bmg_recv(bmg_t *b, uint32_t from, const void *msg, size_t len)
     if (len != BMG_MSG_SIZE || p[0] != BMG_WIRE_MAGIC || p[1] != BMG_WIRE_VERSION || p[2] != BMG_MSG_BCAST ||
         p[3] != (unsigned char)b->variant)
         return BMG_EPROTO;
-    uint32_t origin = fck_get_u32(p + 4);
+    uint32_t origin = fck_get_u32(p + 4), radix = fck_get_u32(p + 16);
     uint64_t epoch = fck_get_u64(p + 8);
-    if (origin >= b->n || epoch == 0) return BMG_EPROTO;
+    if (origin >= b->n || epoch == 0 || (b->variant == BMG_VARIANT_LEAN ? radix < 2 : radix != 0)) return BMG_EPROTO;
     if (epoch > b->epoch) {
-        adopt(b, epoch, origin, from);
+        adopt(b, epoch, origin, radix, from);
     } else if (epoch == b->epoch) {
         /* duplicate: the sender holds it, never send it back; a new origin of
          * the same epoch (several processes revoke at once) is forwarded along
          * its own tree too (lean), so each origin's broadcast is complete */
         uint32_t known = b->nsrc;
-        struct bmg_src *e = src_of(b, origin);
+        struct bmg_src *e = src_of(b, origin, radix);
         if (e) set_add(b, &e->have, &e->nhave, &e->caphave, from);
         if (b->nsrc > known) forward(b);
     }
@@ -450,6 +460,13 @@ int bmg_failure(bmg_t *b, uint32_t rank)
     if (b->epoch) forward(b); /* replacement neighbours, if the dead one was on our path */
 #endif
     return finish(b);
+}
+
+uint32_t bmg_msg_radix(const void *msg, size_t len)
+{
+    const unsigned char *p = msg;
+    if (!msg || len != BMG_MSG_SIZE || p[0] != BMG_WIRE_MAGIC || p[1] != BMG_WIRE_VERSION) return 0;
+    return fck_get_u32(p + 16);
 }
 
 size_t bmg_footprint(const bmg_t *b) { return b ? b->bytes : 0; }

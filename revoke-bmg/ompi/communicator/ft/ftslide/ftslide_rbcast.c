@@ -85,6 +85,7 @@ typedef struct rbcast_chan {
     rbcast_key_t key;
     uint32_t type;
     uint32_t n, me;
+    uint32_t radix;            /* lean: the radix of the revokes started here */
     uint32_t lsize, rsize;     /* local and remote group sizes (intra: rsize = 0) */
     int first;                 /* inter: our group takes positions 0..lsize-1 */
     int delivered;             /* the core delivered; the FT callback is due */
@@ -98,6 +99,7 @@ typedef struct rbcast_chan {
 static int rbcast_inited = 0;
 static int rbcast_lean = 1;
 static int rbcast_radix = 0; /* mpi_ft_ftslide_radix: 0 = auto (rbcast_radix_for) */
+static int rbcast_radix_differs_told = 0;
 static ftslide_rbcast_deliver_fn_t rbcast_deliver_fn = NULL;
 /* the type of a channel set up before its first broadcast: the first
  * broadcast of any type claims it (the FT layer sends one payload-less type,
@@ -160,7 +162,8 @@ int ftslide_rbcast_register_params(int *algorithm)
         "process, k = this radix (at least 2); 0 (the default): auto, the whole communicator in one level (a "
         "star around the origin) when the job runs on one node and the communicator holds only its processes "
         "(a level costs a process wake-up there, a message a memory copy), the 4-nomial tree otherwise. Every "
-        "process must use the same value",
+        "process should use the same value (a revoke runs along its origin's tree; a process that sees another "
+        "radix says so once)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rbcast_radix);
     (void) mca_base_pvar_register("ompi", "mpi", "ft", "ftslide_messages_sent",
         "Messages this process has handed to the BTL for ftslide's reliable broadcast (revoke)",
@@ -369,7 +372,10 @@ static rbcast_chan_t *get_chan(ompi_communicator_t *comm, uint32_t type)
         destroy_chan(c);
         return NULL;
     }
-    if (rbcast_lean) (void) bmg_set_radix(c->b, rbcast_radix_for(c));
+    if (rbcast_lean) {
+        c->radix = rbcast_radix_for(c);
+        (void) bmg_set_radix(c->b, c->radix);
+    }
     if (0 != index_chan(c)) {
         destroy_chan(c);
         return NULL;
@@ -416,6 +422,15 @@ static void drive(void)
 static void on_message(rbcast_chan_t *c, uint32_t src, const void *msg)
 {
     if (src >= c->n) return;
+    uint32_t their_radix = bmg_msg_radix(msg, BMG_MSG_SIZE);
+    if (rbcast_lean && their_radix >= 2 && their_radix != c->radix && !rbcast_radix_differs_told) {
+        /* harmless for delivery (each revoke runs along its origin's tree),
+         * but not what the user set up: say it once */
+        rbcast_radix_differs_told = 1;
+        opal_output(0, "ftslide_rbcast: mpi_ft_ftslide_radix differs between processes: a revoke came with radix %u, "
+                       "this process uses %u; every process should set the same value (each revoke still reaches "
+                       "every survivor along its origin's tree)", their_radix, c->radix);
+    }
     int rc = bmg_recv(c->b, src, msg, BMG_MSG_SIZE);
     if (BMG_OK != rc) {
         RBCAST_OUT(20, "comm %s: message from position %u refused by the core (%d)",

@@ -82,6 +82,15 @@ static int bmg_setup(sim_t *s)
         a->core[r] = bmg_create(P, r, prm->proto_variant ? BMG_VARIANT_LEAN : BMG_VARIANT_FLOOD, &cb, &a->ctx[r]);
         if (!a->core[r]) return -1;
     }
+    if (prm->proto_variant && prm->radix != 0) {
+        const uint32_t mix[4] = {P, 2, 4, 3};
+        uint32_t shift = prm->choice_mode ? 0 : (uint32_t)(sim_rand(s) % 4);
+        for (uint32_t r = 0; r < P; r++) {
+            uint32_t k = prm->radix == SIM_RADIX_STAR ? P : prm->radix == SIM_RADIX_MIXED ? mix[(r + shift) % 4]
+                                                                                            : (uint32_t)prm->radix;
+            if (bmg_set_radix(a->core[r], k < 2 ? 2 : k) != BMG_OK) return -1;
+        }
+    }
     switch (prm->scenario) {
     case 0:
         a->nb = 1, a->brank[0] = 0, a->bepoch[0] = 1;

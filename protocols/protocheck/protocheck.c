@@ -54,6 +54,7 @@ typedef struct opts {
     int crash_margin;
     era_tree_t tree; /* era: shape of the agreement tree */
     int ring_order;  /* era: tree over the folded ring order (era_set_torus with one ring of P) */
+    int radix;       /* bmg-lean: 0 the core's default (4), k >= 2, or SIM_RADIX_STAR / SIM_RADIX_MIXED */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -88,6 +89,9 @@ static void usage(FILE *f)
             "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
             "  --tree binomial|binary|knomial4  era: shape of the agreement tree (default binomial)\n"
             "  --ring-order          era: the tree over the torus order of one ring of P (era_set_torus)\n"
+            "  --radix K|star|mixed  bmg-lean: every process's radix (default 4); star: P, the whole\n"
+            "                        communicator in one level, as the revoke on one node; mixed: processes\n"
+            "                        differ (P, 2, 4, 3 by rank in exhaustive runs, drawn per schedule else)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -183,6 +187,7 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     prm->proto_variant = o->variant;
     prm->tree = o->tree;
     prm->ring_order = o->ring_order;
+    prm->radix = o->radix;
     prm->ninst = o->ninst ? o->ninst : 3;
     prm->check_uniform = o->check_uniform;
     prm->random_inputs = 1;
@@ -377,6 +382,7 @@ static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, co
     prm->proto_variant = x->o->variant;
     prm->tree = x->o->tree;
     prm->ring_order = x->o->ring_order;
+    prm->radix = x->o->radix;
     prm->scenario = scen;
     prm->ninst = x->ninst;
     prm->check_uniform = x->o->check_uniform;
@@ -756,6 +762,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--ring-order")) {
             o.ring_order = 1;
             extra(&o, a, NULL);
+        } else if (!strcmp(a, "--radix")) {
+            NEED_VALUE();
+            if (!strcmp(v, "star")) o.radix = SIM_RADIX_STAR;
+            else if (!strcmp(v, "mixed")) o.radix = SIM_RADIX_MIXED;
+            else if (parse_u64(v, &u) == 0 && u >= 2 && u <= UINT32_MAX) o.radix = (int)u;
+            else {
+                fprintf(stderr, "protocheck: --radix takes a number of at least 2, star or mixed, not '%s'\n", v);
+                return 2;
+            }
+            extra(&o, a, v);
         } else if (!strcmp(a, "--crash-margin")) {
             NEED_VALUE();
             if (parse_u64(v, &u)) return usage(stderr), 2;

@@ -47,6 +47,9 @@ typedef struct sim_params {
     int random_inputs;      /* era: randomise flags and acknowledged sets */
     int tree;               /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
     int ring_order;         /* era: positions in the folded order of one ring of P (era_set_torus) */
+    int radix;              /* bmg lean: 0 the core's default, k >= 2, or one of: */
+#define SIM_RADIX_STAR (-1)  /* k = P at every process: one level around each origin */
+#define SIM_RADIX_MIXED (-2) /* processes differ: P, 2, 4, 3 by rank (random mode: drawn per schedule) */
 } sim_params_t;
 
 typedef struct sim_proto {
