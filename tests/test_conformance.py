@@ -178,3 +178,28 @@ def test_runtime_connections_send_at_once(mpi_program, run_mpi):
     tcp = run.values("tcp", [0, 1])
     assert all(count is not None and int(count) >= 1 for count in tcp.values()), run.describe()
     assert run.values("nodelay", [0, 1]) == tcp, run.describe()
+
+
+@pytest.mark.parametrize("modules", [(), ("--mca", "coll", "^ftera", "--mca", "mpi_ft_reliable_bcast", "bmg")],
+                         ids=["ours", "upstream"])
+def test_ishrink_and_bad_arguments(mpi_program, run_mpi, modules):
+    """np 5, rank 3 killed after a barrier: MPIX_Comm_ishrink (patch ompi/09) right after the death, completed
+    by MPI_Test, keeps 0,1,2,4 in order, and again by MPI_Wait; bad arguments give their error classes, an
+    intercommunicator is refused by shrink and ishrink (5.0.7's never returns), and nothing hangs.
+    Without the patch's retry fix the first ishrink crashed in most runs with upstream's agreement."""
+    program = mpi_program("conformance/ishrink.c")
+    survivors = [0, 1, 2, 4]
+    for attempt in range(3):
+        run = run_mpi(program, 5, kill={3: "after_barrier"}, mpirun_options=modules, timeout=60)
+        assert run.returncode == 0, f"run {attempt}: {run.describe()}"
+        assert_all(run, "ishrink", survivors, OK)
+        assert_all(run, "ishrunk_size", survivors, "4")
+        assert_all(run, "ishrunk_order", survivors, "0,1,2,4")
+        assert_all(run, "ishrunk_allreduce", survivors, OK)
+        assert_all(run, "ishrink2", survivors, OK)
+        assert_all(run, "ishrunk2_size", survivors, "4")
+        for key, expected in (("revoke_null", "MPI_ERR_COMM"), ("ishrink_null", "MPI_ERR_COMM"),
+                              ("ishrink_null_request", "MPI_ERR_REQUEST"), ("ishrink_inter", "MPI_ERR_COMM"),
+                              ("shrink_inter", "MPI_ERR_COMM"), ("after_bad_input", OK), ("finished", "1")):
+            assert_all(run, key, survivors, expected)
+        assert run.stderr.count("cannot shrink an intercommunicator") == 8, run.stderr

@@ -22,6 +22,7 @@ import os
 import random
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,21 @@ def test_invalid_radix_gets_one_line_and_auto(mpi_prefix, mpi_program, radix):
             "using 0 (auto)") in text, run.describe()
     assert run.values("rc_1", range(4)) == {r: REVOKED for r in range(4)}, run.describe()
     assert sent_total(run, range(4), "sent_1") == 3, run.describe()
+
+
+@pytest.mark.parametrize("origin,kills", [(1, {}), (0, {}), (1, {3: "bmg_deliver_1"})],
+                         ids=["origin-radix2", "origin-star", "inner-dies"])
+def test_processes_with_different_radices_all_get_the_revoke(mpi_prefix, mpi_program, origin, kills):
+    """np 8, odd ranks set mpi_ft_ftslide_radix 2 (a binary tree), even ranks 8 (a star); two revokes from
+    `origin`; with "inner-dies" rank 3 (inner in the binary tree from 1: children 5, 7) dies when it delivers.
+    Each revoke runs along its origin's tree (the radix travels in its messages), so every survivor sees
+    both revokes; the processes that meet the other radix say so once. Before the radix travelled, a star
+    process at an inner position of a binary tree forwarded nothing and its subtree waited forever."""
+    per_rank = 'OMPI_MCA_mpi_ft_ftslide_radix=$((OMPI_COMM_WORLD_RANK % 2 ? 2 : 8)) exec "$0" "$@"'
+    run = run_program(mpi_prefix, Path("sh"), 8, args=["-c", per_rank, str(mpi_program("revoke/revoke_kill.c")),
+                                                       "2", str(origin)], kill=kills, timeout=90)
+    survivors_after(run, 8, kills, 2)
+    assert "mpi_ft_ftslide_radix differs between processes" in run.stdout + run.stderr, run.describe()
 
 
 def test_radix_is_listed(mpi_prefix):

@@ -9,8 +9,8 @@
  *           (agree/iagree after MPIX_Comm_failure_ack; shrink/ishrink of the same
  *           communicator; revoke of communicators created before the failure).
  *
- * OP is agree, iagree, shrink, ishrink (Open MPI's internal non-blocking shrink,
- * below), revoke, or detect: the failure detection alone (first, later: a
+ * OP is agree, iagree, shrink, ishrink (MPIX_Comm_ishrink, patch ompi/09, then
+ * MPI_Wait), revoke, or detect: the failure detection alone (first, later: a
  * receive from the victim, until it fails with MPIX_ERR_PROC_FAILED; before: a
  * barrier), the reference for the first calls. A call's time is that of the
  * slowest rank (survivors after the failure), from a common start (the end of a
@@ -46,11 +46,6 @@
 #include <unistd.h>
 
 #include "ftslide_pvar.h"
-
-/* MPIX_Comm_ishrink is not in Open MPI 5.0.7's API (it came later); libmpi
- * exports the non-blocking shrink it implements, which the ishrink case calls
- * (MPI_Comm and MPI_Request are pointers to these structures in Open MPI). */
-int ompi_comm_ishrink_internal(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req);
 
 enum op { AGREE, IAGREE, SHRINK, ISHRINK, REVOKE, DETECT };
 static const char *op_names[] = {"agree", "iagree", "shrink", "ishrink", "revoke", "detect"};
@@ -114,7 +109,7 @@ static void call(enum op op, MPI_Comm comm)
         break;
     case SHRINK: rc = MPIX_Comm_shrink(comm, &shrunk); break;
     case ISHRINK:
-        rc = ompi_comm_ishrink_internal(comm, &shrunk, &req);
+        rc = MPIX_Comm_ishrink(comm, &shrunk, &req);
         if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
         break;
     case DETECT: { /* a receive from the victim: ends when its failure is reported (before: a barrier) */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agree, iagree, shrink, ishrink and revoke before a failure, first call after it, later calls (ft_phases.c).
 
-    python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,revoke]
+    python bench/ft_primitives/phases.py [--np 4,8,16] [--ops detect,agree,iagree,shrink,ishrink,revoke]
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
                                          [--victim 0] [--breakdown-runs 3] [--bind] [--control]
                                          [--raw FILE.json]
@@ -46,13 +46,9 @@ from run import MODULE_SETS  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_phases.c")
 OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
-# ishrink is left out by default: Open MPI 5.0.7 has no MPIX_Comm_ishrink, and its internal non-blocking
-# shrink (ompi_comm_ishrink_internal, which ft_phases.c calls) releases its failed group before the retry
-# agreement that follows MPI_ERR_PROC_FAILED and passes the freed pointer on: the first ishrink after a
-# failure aborts (free(): invalid pointer) with upstream's agreement and hangs with ours. Its "before" phase works.
 # detect: the failure detection alone (a receive from the victim until MPIX_ERR_PROC_FAILED), the reference
 # for the first calls, whose time it dominates.
-DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "revoke")
+DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "ishrink", "revoke")
 PHASES = ("before", "first", "later")
 COUNTERS = ("inst", "minmax", "fallbacks", "proc_failed", "agree_us", "detect_us", "rbmsgs")
 # --bind: two processes per core, each bound to its core, instead of letting the scheduler place them (which
@@ -119,8 +115,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--np", default="4,8,16", help="comma-separated process counts, at least 3 (default 4,8,16)")
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS),
-                        help=f"comma-separated operations ({', '.join(OPS)}; default {','.join(DEFAULT_OPS)}: "
-                             "ishrink's first call after a failure hits a bug of Open MPI 5.0.7, see OPS)")
+                        help=f"comma-separated operations ({', '.join(OPS)}; default {','.join(DEFAULT_OPS)})")
     parser.add_argument("--modules", default="upstream,ours",
                         help=f"comma-separated module sets, the first is the baseline ({', '.join(MODULE_SETS)})")
     parser.add_argument("--repeat", type=int, default=9, help="runs per np, operation and module set (default 9)")
