@@ -14,7 +14,7 @@ from typing import NoReturn, Sequence
 
 from . import __version__
 from .errors import FtslideError
-from .build.mpi import ensure_stdin
+from .toolchain.mpi import ensure_stdin
 
 DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Open MPI build, sliding "
                "substitution, SimGrid simulations and job-manager adapters")

@@ -85,8 +85,8 @@ def test_demo_bad_input():
 
 def test_survive_example(mpi_prefix):
     """ompi-ulfm/examples/survive.c, np 4: rank 2 SIGKILLed at iteration 5, rank 1 at 12; 2 survivors finish."""
-    from ftslide.build.mpi import compile_program
-    from ftslide.build.native import REPO
+    from ftslide.toolchain.mpi import compile_program
+    from ftslide.toolchain.native import REPO
     from mpiharness import run_program
 
     binary = compile_program(mpi_prefix, [REPO / "ompi-ulfm" / "examples" / "survive.c"])

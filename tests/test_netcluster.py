@@ -21,7 +21,7 @@ import pytest
 
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import kill_processes
+from ftslide.toolchain.mpi import kill_processes
 from ftslide.sliding.topology import Topology, parse_topology
 from test_build import assert_one_line_error, ftslide
 

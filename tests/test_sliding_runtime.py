@@ -143,7 +143,7 @@ def test_bad_layouts_are_refused_before_launch(mpi_prefix):
 
 def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
     """8 processes for a 12-node grid: every process exits 2 with the runtime's one-line reason."""
-    from ftslide.build import mpi
+    from ftslide.toolchain import mpi
 
     result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
     assert result.returncode == 2, result.stderr

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftslide import stencil  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
 # node grids (spares included) with 9 to 16 processes; spares: one plane along x

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide.build.mpi import compile_program  # noqa: E402
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.mpi import compile_program  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide.simulation import smpi, validate  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the node-loss harness
 
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide.simulation import smpi  # noqa: E402

@@ -7,7 +7,7 @@ import time
 
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 from ..sliding.core import SlideError, compute_map, make_layout, measure
 from ..ui.table import print_table
 

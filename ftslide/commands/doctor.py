@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import FtslideError
-from ..build.ompi import ft_support, require_prefix
+from ..toolchain.ompi import ft_support, require_prefix
 from ..ui.table import print_table
 
 NAME = "doctor"

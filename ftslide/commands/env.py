@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 from ..sliding.runtime import HEADER_DIR, build_library, link_flags
 
 NAME = "env"

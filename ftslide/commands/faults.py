@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
 from ..sliding import faults

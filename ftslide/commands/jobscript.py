@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..jobmgr import jobscript
 from ..errors import FtslideError
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 
 NAME = "jobscript"
 HELP = ("write a Slurm, PBS Pro, Torque or Flux job script that runs 'mpirun --with-ft ulfm' from the "

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..build.native import native_program
+    from ..toolchain.native import native_program
 
     prog = native_program("protocheck")
     opts: list[str] = []

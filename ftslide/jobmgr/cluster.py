@@ -48,9 +48,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..build.mpi import MULTINODE_ULFM_OPTIONS
-from ..build.native import REPO
-from ..build.ompi import cache_root
+from ..toolchain.mpi import MULTINODE_ULFM_OPTIONS
+from ..toolchain.native import REPO
+from ..toolchain.ompi import cache_root
 from ..errors import FtslideError
 from ..ui.output import write_text
 from ..sliding.topology import Topology, TopologyError, parse_topology

@@ -18,8 +18,8 @@ from typing import Sequence
 
 from ..errors import FtslideError
 from ..ui.output import write_text
-from ..build.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
-from ..build.native import REPO
+from ..toolchain.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
+from ..toolchain.native import REPO
 
 ADAPTERS = REPO / "jobmgr-adapters"
 MANAGERS = ("slurm", "pbs", "torque", "flux")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from . import cluster as netcluster
 from ..errors import FtslideError
-from ..build.mpi import compile_program
-from ..build.native import REPO
-from ..build.ompi import require_prefix
+from ..toolchain.mpi import compile_program
+from ..toolchain.native import REPO
+from ..toolchain.ompi import require_prefix
 
 TOOL_SOURCE = REPO / "jobmgr-adapters" / "prrte" / "notify.c"
 

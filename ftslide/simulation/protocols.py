@@ -149,7 +149,7 @@ def write_platform(topo: Topology, path: Path) -> Path:
 
 
 def driver_path() -> Path:
-    from ..build.native import native_program
+    from ..toolchain.native import native_program
 
     try:
         return native_program("ftproto_sim")

@@ -2,7 +2,7 @@
 
 The kernels (``simulations/smpi/ftsim_kernels.c``) are compiled on first use
 into the cache (``cache_root()/smpi``), named after a hash of the source, the
-flags and the ``smpicc`` path, like ``ftslide.build.mpi.compile_program`` does for
+flags and the ``smpicc`` path, like ``ftslide.toolchain.mpi.compile_program`` does for
 ``mpicc``: CMake's compiler is the system ``cc``, while SMPI programs must go
 through SimGrid's wrapper, and building lazily keeps ``ftslide simulate``
 working without a CMake tree (and reports a missing ``smpicc`` when used).
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FtslideError
-from ..build.ompi import cache_root
+from ..toolchain.ompi import cache_root
 from .network import NetParams
 
-from ..build.native import REPO
+from ..toolchain.native import REPO
 KERNEL_SOURCE = REPO / "simulations" / "smpi" / "ftsim_kernels.c"
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Werror")
 INSTALL_HINT = "install SimGrid's SMPI with 'apt-get install libsimgrid-dev' (or run ./bootstrap setup)"

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..build import mpi
-from ..build.mpi import compile_program
-from ..build.ompi import require_prefix
+from ..toolchain import mpi
+from ..toolchain.mpi import compile_program
+from ..toolchain.ompi import require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
 from ..sliding import core as sc

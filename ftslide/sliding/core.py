@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from ..build.native import bind_library
+from ..toolchain.native import bind_library
 from ..errors import FtslideError
 from .topology import Topology, _CTopo, parse_topology
 

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..build import mpi
+from ..toolchain import mpi
 from ..errors import FtslideError
 from . import runtime as stencil
 from .core import SlideError, compute_map, make_layout

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..build import mpi
+from ..toolchain import mpi
 from ..errors import FtslideError
-from ..build.native import REPO
-from ..build.ompi import cache_root
+from ..toolchain.native import REPO
+from ..toolchain.ompi import cache_root
 from .core import make_layout
 
 SLIDING = REPO / "sliding"

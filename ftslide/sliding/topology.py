@@ -42,7 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..build.native import bind_library
+from ..toolchain.native import bind_library
 from ..errors import FtslideError
 
 __all__ = ["Link", "Round", "Topology", "TopologyError", "parse_topology", "KINDS", "GRAMMAR"]
