@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from ftslide.toolchain.mpi import compile_program  # noqa: E402
 from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
-from ftslide.simulation import smpi, validate  # noqa: E402
+from ftslide import validate  # noqa: E402
+from ftslide.simulation import smpi  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 

@@ -37,7 +37,7 @@ from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide.simulation import smpi  # noqa: E402
-from ftslide.simulation import validate  # noqa: E402
+from ftslide import validate  # noqa: E402
 from ftslide.simulation.placement import make_placement  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402
 from ftslide.simulation.sweep import draw_failures  # noqa: E402

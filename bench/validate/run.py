@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftslide.errors import FtslideError
-from ftslide.simulation import validate
+from ftslide import validate
 from ftslide.ui.table import print_table
 
 CASES = {

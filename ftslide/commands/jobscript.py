@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..jobmgr import jobscript
+from . import Parser
 from ..errors import FtslideError
 from ..toolchain.ompi import require_prefix
 
@@ -52,9 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(rest: list[str]) -> argparse.Namespace:
     """Options before '--', the job's command after it."""
-    from ..cli import _Parser
-
-    parser = _Parser(prog=f"ftslide {NAME}", description=HELP, usage=USAGE)
+    parser = Parser(prog=f"ftslide {NAME}", description=HELP, usage=USAGE)
     _add_options(parser)
     if "--" in rest:
         cut = rest.index("--")

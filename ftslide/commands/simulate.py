@@ -8,7 +8,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..errors import FtslideError
-from ..simulation.network import PRESETS, NetParams, parse_rate, parse_size, parse_time
+from ..simulation.network import PRESETS, NetParams
 from ..simulation.platform import platform_xml
 from ..sliding.topology import GRAMMAR
 from ..simulation.sweep import (
@@ -19,6 +19,7 @@ from ..simulation.sweep import (
     write_outputs,
 )
 from ..ui.table import print_table
+from ..units import parse_rate, parse_size, parse_speed, parse_time
 
 NAME = "simulate"
 HELP = ("simulate on SimGrid how much slower stencil, barrier and allreduce communication gets "
@@ -74,9 +75,9 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         raise FtslideError("no topology: give --topology (e.g. torus:12x12x12) or --preset k")
     base = preset.net if preset else NetParams()
     net = NetParams(
-        bw=parse_rate(args.bw, "bandwidth", "Bps") if args.bw else base.bw,
+        bw=parse_rate(args.bw, "bandwidth") if args.bw else base.bw,
         lat=parse_time(args.lat, "latency") if args.lat else base.lat,
-        speed=parse_rate(args.speed, "host speed", "f") if args.speed else base.speed)
+        speed=parse_speed(args.speed, "host speed") if args.speed else base.speed)
     grid = args.grid or (preset.grid if preset and not args.topology else None)
     return SweepConfig(
         topology=topology, grid=grid,

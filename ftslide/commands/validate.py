@@ -10,8 +10,8 @@ from pathlib import Path
 from types import FrameType
 
 from ..errors import FtslideError
-from ..simulation import validate
-from ..simulation.network import parse_size
+from .. import validate
+from ..units import parse_size
 from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the failed nodes' draw, the draw of 'ftslide simulate' trial 0 "
                         "(default %(default)s)")
     parser.add_argument("--rate", default="1mbit",
-                        help="rate of every link in each direction, a tc rate (default %(default)s)")
-    parser.add_argument("--delay", help="delay of every link, a tc time such as 1ms (needs netem)")
+                        help="rate of every link in each direction, such as 1mbit or 20mbit (default %(default)s)")
+    parser.add_argument("--delay", help="delay of every link, a duration such as 1ms (needs netem)")
     parser.add_argument("--halo", default="64K", help="halo message size (default %(default)s)")
     parser.add_argument("--pattern", default="stencil7",
                         help="stencil7: every halo at once, or stencil7-phased: x, then y, then z "

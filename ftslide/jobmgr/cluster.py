@@ -52,6 +52,7 @@ from ..toolchain.mpi import MULTINODE_ULFM_OPTIONS
 from ..toolchain.native import REPO
 from ..toolchain.ompi import cache_root
 from ..errors import FtslideError
+from ..units import parse_rate, parse_time
 from ..ui.output import write_text
 from ..sliding.topology import Topology, TopologyError, parse_topology
 
@@ -60,9 +61,6 @@ MAX_NODES = 1000        # namespaces of one cluster, switches included
 DEFAULT_NAME = "ftc"
 AGENT_TEMPLATE = REPO / "jobmgr-adapters" / "netcluster" / "agent.sh.in"
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-_RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$")
-_RATE_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-              "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12}
 
 
 @dataclass
@@ -170,23 +168,10 @@ def next_hops(topo: Topology, vertex: int) -> dict[int, int]:
     return hops
 
 
-def rate_bits(rate: str) -> float:
-    """A tc rate such as 1gbit or 100mbit in bits per second; FtslideError if malformed."""
-    match = _RATE.match(rate.strip().lower())
-    if not match or float(match[1]) <= 0:
-        raise FtslideError(f"rate {rate!r} is not valid: give a tc rate such as 1gbit, 100mbit or 500kbit")
-    return float(match[1]) * _RATE_BITS[match[2]]
-
-
-_DELAY = re.compile(r"^(\d+(?:\.\d+)?)(s|ms|us)$")
-
-
-def delay_seconds(delay: str) -> float:
-    """A tc delay such as 1ms or 200us in seconds; FtslideError if malformed."""
-    match = _DELAY.match(delay.strip().lower())
-    if not match:
-        raise FtslideError(f"delay {delay!r} is not valid: give a tc delay such as 1ms or 200us")
-    return float(match[1]) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[match[2]]
+def _netem_delay(delay: str) -> str:
+    """netem's delay argument for a duration of ``ftslide.units`` (1ms, 200us ...); FtslideError if
+    malformed."""
+    return f"{parse_time(delay, 'delay') * 1e6:.3f}".rstrip("0").rstrip(".") + "us"
 
 
 RATE_MIN, RATE_MAX = 8e3, 1e11   # bits/s that the link shaping takes (HTB counts in bytes/s, 64 bits)
@@ -205,9 +190,8 @@ def shaping_commands(rate: str | None, delay: str | None) -> list[list[str]]:
     if rate is None:
         if delay is None:
             return []
-        delay_seconds(delay)
-        return [["qdisc", "add", "dev", "DEV", "root", "netem", "delay", delay.strip().lower(), "limit", "100000"]]
-    bits = rate_bits(rate)
+        return [["qdisc", "add", "dev", "DEV", "root", "netem", "delay", _netem_delay(delay), "limit", "100000"]]
+    bits = parse_rate(rate, "rate") * 8
     if not RATE_MIN <= bits <= RATE_MAX:
         raise FtslideError(f"rate {rate!r} is out of range: links take 8kbit to 100gbit")
     whole, small = f"{int(bits)}bit", f"{int(bits / 10)}bit"
@@ -220,8 +204,7 @@ def shaping_commands(rate: str | None, delay: str | None) -> list[list[str]]:
             ["filter", "add", "dev", "DEV", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
              "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"]]
     if delay is not None:
-        delay_seconds(delay)
-        cmds += [["qdisc", "add", "dev", "DEV", "parent", f"1:{leaf}", "netem", "delay", delay.strip().lower(),
+        cmds += [["qdisc", "add", "dev", "DEV", "parent", f"1:{leaf}", "netem", "delay", _netem_delay(delay),
                   "limit", "100000"] for leaf in (10, 20)]
     return cmds
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import FtslideError
+from ..units import parse_time
 from ..sliding.topology import Topology, TopologyError, parse_topology
 
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
@@ -83,11 +84,8 @@ def parse_failures(text: str) -> tuple[int, ...]:
 
 
 def parse_detect(text: str) -> float:
-    """'1us', '500ns', '2e-6' -> seconds (>= 0)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)?\s*", str(text))
-    if not m:
-        raise FtslideError(f"bad detection delay '{text}': write a duration such as 1us, 500ns or 2e-6")
-    return float(m.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2) or "s"]
+    """'1us', '500ns', '2e-6' -> seconds (>= 0), in the grammar of ``ftslide.units``."""
+    return parse_time(text, "detection delay")
 
 
 # ---- platforms -----------------------------------------------------------------

@@ -35,19 +35,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..toolchain import mpi
-from ..toolchain.mpi import compile_program
-from ..toolchain.ompi import require_prefix
-from ..errors import FtslideError
-from ..jobmgr import cluster as netcluster
-from ..sliding import core as sc
-from ..sliding.topology import Topology, parse_topology
-from . import smpi
-from .network import NetParams
-from .placement import Placement, make_placement
-from .platform import hostfile, platform_xml
-from .sweep import draw_failures, kernel_name
-from ..ui.output import new_figure, save_figure
+from .errors import FtslideError
+from .jobmgr import cluster as netcluster
+from .simulation import smpi
+from .simulation.network import NetParams
+from .simulation.placement import Placement, make_placement
+from .simulation.platform import hostfile, platform_xml
+from .simulation.sweep import draw_failures, kernel_name
+from .sliding import core as sc
+from .sliding.topology import Topology, parse_topology
+from .toolchain import mpi
+from .toolchain.mpi import compile_program
+from .toolchain.ompi import require_prefix
+from .ui.output import new_figure, save_figure
+from .units import parse_rate, parse_time
 
 # What the emulated links carry per second of their tc rate: at an MTU of 1500 a TCP segment
 # with timestamps holds 1448 payload bytes in a 1514-byte frame (IP 20, TCP 32, Ethernet 14),
@@ -108,9 +109,8 @@ class Plan:
 
 def link_params(rate: str, delay: str | None) -> NetParams:
     """The platform's link: the rate's TCP payload per second, the latency plus the delay."""
-    bits = netcluster.rate_bits(rate)
-    lat = LINK_LATENCY + (netcluster.delay_seconds(delay) if delay else 0.0)
-    return NetParams(bw=bits / 8 * LINK_EFFICIENCY, lat=lat, speed=1e9)
+    lat = LINK_LATENCY + (parse_time(delay, "delay") if delay else 0.0)
+    return NetParams(bw=parse_rate(rate, "rate") * LINK_EFFICIENCY, lat=lat, speed=1e9)
 
 
 def memory_available() -> int:
