@@ -18,6 +18,16 @@ def test_help_lists_the_commands():
         assert command in result.stdout
 
 
+def test_the_parser_reads_no_library():
+    """--help and doctor work before any C is built: the names of methods, statuses and kill points
+    are read from the libraries when a command uses them, not when the parser is built."""
+    import sys
+
+    code = ("import ftslide.cli as cli, ftslide.sliding.core as core, ftslide.sliding.topology as topo; "
+            "cli.build_parser(); assert core._lib.cache_info().currsize == topo._lib.cache_info().currsize == 0")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_unknown_command_and_option():
     assert_one_line_error(ftslide("frobnicate"), "invalid choice")
     assert_one_line_error(ftslide("run", "--frobnicate", "-np", "2", "/bin/true"), "unknown mpirun option",

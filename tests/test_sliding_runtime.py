@@ -131,7 +131,7 @@ def test_slide2d_runs_out_after_one_plane(mpi_prefix, jacobi):
 def test_bad_layouts_are_refused_before_launch(mpi_prefix):
     from ftslide.errors import FtslideError
 
-    with pytest.raises(FtslideError, match="shrink is a simulation baseline"):
+    with pytest.raises(FtslideError, match="shrink puts several ranks on one node"):
         stencil.run(mpi_prefix, GRID, SPARES, "shrink")
     with pytest.raises(FtslideError, match="2 or 3 dimensions"):
         stencil.run(mpi_prefix, "torus:4x4x2x2", SPARES, "hybrid")

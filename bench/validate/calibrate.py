@@ -30,6 +30,7 @@ from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide import validate  # noqa: E402
 from ftslide.simulation import smpi  # noqa: E402
+from ftslide.sliding import core as sc  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
@@ -80,7 +81,7 @@ def main() -> int:
     args = ap.parse_args()
     halos = [int(h) for h in args.halos.split(",")]
     name = f"cb{uuid.uuid4().hex[:6]}"
-    cfg = validate.ValidateConfig(topology="torus:3x3x3", spares="x:1", methods=("simple",), failures=0,
+    cfg = validate.ValidateConfig(topology="torus:3x3x3", spares="x:1", methods=(sc.Method.SIMPLE.label,), failures=0,
                                   rate=args.rate, name=name)
     p = validate.plan(cfg)
     prefix = require_prefix()

@@ -58,7 +58,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", default="torus:3x3x3")
     ap.add_argument("--spares", default="x:1")
-    ap.add_argument("--method", default="hybrid")
+    ap.add_argument("--method", help="substitution method (default hybrid)")
     ap.add_argument("--rate", default="1mbit")
     ap.add_argument("--n", type=int, default=64, help="points per rank and dimension (halo n*n doubles)")
     ap.add_argument("--iterations", type=int, default=8)
@@ -66,6 +66,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
     args = ap.parse_args()
+    args.method = args.method or sc.Method.HYBRID.label
     topo = parse_topology(args.topology)
     placement = make_placement(topo, None, args.spares)
     layout = placement.layout

@@ -8,6 +8,7 @@ import time
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
 from ..toolchain.ompi import require_prefix
+from ..sliding import core
 from ..sliding.core import SlideError, compute_map, make_layout, measure
 from ..ui.table import print_table
 
@@ -28,8 +29,8 @@ def _kill(text: str) -> tuple[int, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", default="torus:3x2x2", help="node grid with spares (default torus:3x2x2)")
     parser.add_argument("--spares", default="x:1", help="spare layout (default x:1: one spare plane along x)")
-    parser.add_argument("--method", default="hybrid", help=f"one of {', '.join(stencil.RUNTIME_METHODS)} "
-                        "(default hybrid)")
+    parser.add_argument("--method", help="a substitution method that keeps one rank per node, i.e. any but "
+                        "shrink (docs/sliding-methods.md; default hybrid)")
     parser.add_argument("--kill", type=_kill, action="append", metavar="NODE@ITER",
                         help="SIGKILL node NODE at the start of iteration ITER, or at a named point "
                         f"(NODE@POINT, POINT one of {', '.join(stencil.RUNTIME_POINTS)}); repeatable; "
@@ -44,13 +45,13 @@ def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
     """Hops and link loads of each method's map after the failures of the run."""
     layout = make_layout(grid, spares)
     rows, notes = [], []
-    for method in stencil.RUNTIME_METHODS:
+    for method in stencil.runtime_methods():
         try:
             m = measure(layout, compute_map(layout, method, failed))
-            rows.append([method, m.ranks_moved, m.hops_max, f"{m.hops_mean:.2f}", m.link_load_max,
+            rows.append([method.label, m.ranks_moved, m.hops_max, f"{m.hops_mean:.2f}", m.link_load_max,
                          m.links_overloaded])
         except SlideError as exc:
-            rows.append([method, "-", "-", "-", "-", "-"])
+            rows.append([method.label, "-", "-", "-", "-", "-"])
             notes.append(f"  {exc}")
     print(f"\nsubstitution after failed nodes {','.join(map(str, failed)) or 'none'} on {grid}, spares {spares} "
           "(7-point stencil, dimension-order routing):")
@@ -61,6 +62,7 @@ def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     kills = args.kill or [stencil.parse_kill(k) for k in DEFAULT_KILLS]
+    args.method = args.method or core.Method.HYBRID.label
     for name in ("n", "iterations", "checkpoint_every"):
         if getattr(args, name) < 1:
             raise FtslideError(f"--{name.replace('_', '-')} must be at least 1")

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import FtslideError
-from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
-                            ENOSURVIVOR, EPLANE, METHODS, Choice, Layout, Metrics, SlideError,
-                            compute_map, explain, measure, parse_grid, strerror)
+from ..sliding import core
+from ..sliding.core import Choice, Layout, Metrics, SlideError, explain, measure, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..simulation.placement import make_placement
 from ..ui.output import save_figure
@@ -48,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
                         "none (default x:1)")
-    parser.add_argument("--method", default="hybrid", metavar="M[,M...]",
-                        help=f"one method or a comma list of {', '.join(METHODS)}; 'all' for all of them "
-                        "(default hybrid)")
+    parser.add_argument("--method", metavar="M[,M...]",
+                        help="one substitution method or a comma list of them (docs/sliding-methods.md); "
+                        "'all' for all of them (default hybrid)")
     parser.add_argument("--fail", default="", metavar="LIST",
                         help="ordered failed nodes: ids (40), ranges (40-43) or coordinates (1.0.4), "
                         "comma-separated; none: the failure-free map")
@@ -70,20 +69,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "else 0)")
 
 
-def parse_methods(text: str) -> list[str]:
+def parse_methods(text: str) -> list[core.CEnum]:
     """'all' or a comma list of method names, each once, in the order given."""
     if text.strip() == "all":
-        return list(METHODS)
-    names = [part.strip() for part in text.split(",")]
-    seen: list[str] = []
-    for name in names:
-        if name not in METHODS:
-            shown = name or "(empty)"
-            raise FtslideError(f"unknown method '{shown}' in --method: choose {', '.join(METHODS)} "
-                               "or all")
-        if name in seen:
+        return list(core.methods())
+    seen: list[core.CEnum] = []
+    for name in (part.strip() for part in text.split(",")):
+        try:
+            method = core.parse_method(name)
+        except SlideError:
+            raise FtslideError(f"unknown method '{name or '(empty)'}' in --method: choose "
+                               f"{', '.join(m.label for m in core.methods())} or all") from None
+        if method in seen:
             raise FtslideError(f"method '{name}' is listed twice in --method")
-        seen.append(name)
+        seen.append(method)
     return seen
 
 
@@ -95,13 +94,11 @@ def layout_from_args(grid: str | None, topology: str | None, spares: str,
         if grid is None:
             raise FtslideError("give the node grid with --grid (e.g. --grid 6x6x6) or the "
                                "network with --topology (e.g. --topology torus:6x6x6)")
+        spec = grid_string(grid, topology.strip() if topology else None)
         try:
-            spec = grid_string(grid, topology.strip() if topology else None)
             parse_grid(spec)
         except SlideError as exc:
-            if exc.code in (EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE):
-                raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
-            raise
+            raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
         net = parse_topology(spec, order)
         return make_placement(net, spec, spares, expect).layout
     return make_placement(parse_topology(topology, order), grid, spares, expect).layout
@@ -176,14 +173,11 @@ def check_plot_path(path: Path) -> Path:
 # ---- computing -------------------------------------------------------------------
 
 
-CAPACITY_ERRORS = {ENOSPARE: "ENOSPARE", ELINE: "ELINE", EPLANE: "EPLANE", ENOSURVIVOR: "ENOSURVIVOR"}
-
-
 @dataclass(frozen=True)
 class MethodResult:
     """One method's map after the failures it could place."""
 
-    method: str
+    method: core.CEnum
     mapping: list[int]
     metrics: Metrics
     placed: int                  # failures handled (all of them unless error is set)
@@ -191,17 +185,17 @@ class MethodResult:
     choices: list[Choice] | None = None  # routed: what it did per failure
 
 
-def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodResult:
+def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int]) -> MethodResult:
+    """One call into the core for the map (and a choosing method's choices), one for its metrics."""
     try:
-        mapping = compute_map(layout, method, failures)
+        mapping, choices = explain(layout, method, failures)
         placed, error = len(failures), None
     except SlideError as exc:
-        # Only "this method cannot absorb failure #k" keeps a partial answer; the rest is bad input
-        # (ENODE/EDUP are checked before, by parse_failures, for every method alike).
-        if exc.index is None or exc.mapping is None or exc.code not in CAPACITY_ERRORS:
+        # Only "this method cannot absorb failure #k" keeps a partial answer; bad node ids are
+        # refused before, by parse_failures, for every method alike.
+        if exc.index is None or exc.mapping is None:
             raise
-        mapping, placed, error = exc.mapping, exc.index, exc
-    choices = explain(layout, failures[:placed])[1] if method == "routed" else None
+        mapping, choices, placed, error = exc.mapping, exc.choices, exc.index, exc
     return MethodResult(method, mapping, measure(layout, mapping), placed, error, choices)
 
 
@@ -210,14 +204,15 @@ DIM_NAMES = "xyz"
 
 def describe_choice(layout: Layout, choice: Choice) -> str:
     """One routed decision in words: 'block x+ y 10..11 z all', 'cross x- via y+1', ..."""
-    if choice.kind == "none":
+    kinds = core.ChoiceKind
+    if choice.kind is kinds.NONE:
         return "none: the node held no rank"
-    if choice.kind == "hybrid":
-        return "hybrid's map"
-    if choice.kind == "direct":
+    if choice.kind is kinds.HYBRID:
+        return f"{choice.kind.label}'s map"
+    if choice.kind is kinds.DIRECT:
         return "direct to the nearest free node"
     along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
-    if choice.kind == "cross":
+    if choice.kind is kinds.CROSS:
         (dim, steps), _ = choice.lines
         return f"cross {DIM_NAMES[dim]}{steps:+d}, then {along}"
     others = [d for d in range(3) if d != choice.dim]
@@ -289,12 +284,12 @@ def table_row(result: MethodResult, total: int) -> list[object]:
     placed = f"{result.placed}/{total}"
     if result.error is not None:
         placed += f" (stuck at #{result.placed + 1})"
-    return [result.method, placed, m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}",
+    return [result.method.label, placed, m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}",
             hist_short(m.hops_hist), m.link_load_max, m.links_overloaded, m.ranks_per_node_max]
 
 
 def error_code_name(code: int) -> str:
-    return CAPACITY_ERRORS.get(code, str(code))
+    return core.Status(code).name
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
@@ -303,7 +298,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
     for r in results:
         m = r.metrics
         entry: dict[str, Any] = {
-            "method": r.method,
+            "method": r.method.label,
             "placed": r.placed,
             "error": None,
             "ranks_moved": m.ranks_moved,
@@ -321,7 +316,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
             entry["error"] = {"failure": r.placed + 1, "node": failures[r.placed],
                               "code": error_code_name(r.error.code), "message": str(r.error)}
         if r.choices is not None:
-            entry["choices"] = [{"failure": k + 1, "node": failures[k], "kind": c.kind,
+            entry["choices"] = [{"failure": k + 1, "node": failures[k], "kind": c.kind.label,
                                  "choice": describe_choice(layout, c), "load_max": c.load_max,
                                  "links_overloaded": c.overloaded, "spares": c.spares,
                                  "moved": c.moved, "candidates": c.candidates,
@@ -362,7 +357,7 @@ def stuck_message(results: Sequence[MethodResult]) -> str:
     stuck = [r for r in results if r.error is not None]
     if len(stuck) == 1:
         return f"{stuck[0].error} (shown: the map before it; --keep-going to accept it)"
-    parts = [f"{r.method} at failure #{r.placed + 1} ({error_code_name(r.error.code)})"
+    parts = [f"{r.method.label} at failure #{r.placed + 1} ({error_code_name(r.error.code)})"
              for r in stuck if r.error is not None]
     return (f"{len(stuck)} methods could not place every failure: {', '.join(parts)}; "
             "the table shows the map before that failure (--keep-going to accept it)")
@@ -529,14 +524,14 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
         for side in ax.spines.values():
             side.set_visible(False)
         stuck = "" if result.error is None else f", stuck at #{result.placed + 1}"
-        ax.set_title(f"{result.method}: max link load {result.metrics.link_load_max}, "
+        ax.set_title(f"{result.method.label}: max link load {result.metrics.link_load_max}, "
                      f"max hops {result.metrics.hops_max}\n{_count(result.metrics.ranks_moved, 'rank')} moved"
                      f"{stuck}", fontsize=9)
     failed = ",".join(map(str, failures)) if failures else "none"
     if len(failed) > 60:
         failed = failed[:57] + "..."
     where = "" if z is None else f", slice z={z}"
-    methods = ", ".join(r.method for r in results)
+    methods = ", ".join(r.method.label for r in results)
     fig.suptitle(f"{layout.grid}, spares {layout.spares}, {methods}: failed nodes {failed}{where}",
                  fontsize=10)
     handles: list[Any] = [Patch(facecolor=STATE_STYLE[s][0], edgecolor="#555555", label=STATE_STYLE[s][1])
@@ -562,7 +557,7 @@ def _count(n: int, word: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    methods = parse_methods(args.method)
+    methods = parse_methods(args.method) if args.method is not None else [core.Method.HYBRID]
     if args.with_map and not args.json:
         raise FtslideError("--with-map only works with --json")
     layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order,
@@ -583,7 +578,7 @@ def run(args: argparse.Namespace) -> int:
         print_table(TABLE_HEADERS, [table_row(r, len(failures)) for r in results])
         for r in results:
             if r.choices:
-                print("\nrouted, failure by failure (the loads it compared: hybrid's map and the "
+                print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "
                       "direct replacement from the same map):")
                 print_table(CHOICE_HEADERS, choice_rows(layout, failures, r.choices))
     if stuck:

@@ -10,6 +10,7 @@ from types import FrameType
 from ..errors import FtslideError
 from ..simulation.network import PRESETS, NetParams
 from ..simulation.platform import platform_xml
+from ..sliding import core as sc
 from ..sliding.topology import GRAMMAR
 from ..simulation.sweep import (
     SweepConfig,
@@ -38,8 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
     parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
-    parser.add_argument("--methods", default="simple,slide1d,slide2d,hybrid,routed",
-                        help="comma-separated substitution methods (default %(default)s)")
+    parser.add_argument("--methods", help="comma-separated substitution methods (default: every method "
+                        "that keeps one rank per node, all but shrink)")
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
                         help="routed's spare budget: keep a free spare node for each of the N "
                         "failures expected (default 0: no reservation)")
@@ -82,7 +83,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
     return SweepConfig(
         topology=topology, grid=grid,
         spares=args.spares or (preset.spares if preset else "x:1"),
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()) if args.methods is not None else
+        tuple(m.label for m in sc.methods() if m.one_rank_per_node),
         failures=parse_failures(args.failures),
         patterns=tuple(p.strip() for p in args.patterns.split(",") if p.strip()),
         trials=args.trials, seed=args.seed, net=net,

@@ -114,9 +114,8 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     topology = parse_topology(cfg.topology, cfg.route_order)
     placement = make_placement(topology, cfg.grid, cfg.spares, cfg.expect)
     if not cfg.methods:
-        raise FtslideError("no method given: choose from " + ", ".join(sc.METHODS))
-    for m in cfg.methods:
-        sc.method_id(m)
+        raise FtslideError("no method given: choose from " + ", ".join(m.label for m in sc.methods()))
+    methods = [sc.parse_method(m) for m in cfg.methods]
     if not cfg.patterns:
         raise FtslideError("no pattern given: choose stencil7, barrier, allreduce")
     for p in cfg.patterns:
@@ -129,7 +128,7 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     if fmax > placement.layout.ranks:
         raise FtslideError(f"{fmax} failures but only {placement.layout.ranks} nodes hold ranks: "
                            f"lower --failures")
-    if fmax > spare and any(m != "shrink" for m in cfg.methods):
+    if fmax > spare and any(m.one_rank_per_node for m in methods):
         raise FtslideError(f"{fmax} failures but the layout {placement.layout.grid} spares "
                            f"{placement.layout.spares} has only {spare} spare nodes: lower "
                            f"--failures or add spares (e.g. --spares x:2)")

@@ -40,6 +40,7 @@ from typing import Callable, Sequence
 from ..toolchain import mpi
 from ..errors import FtslideError
 from . import runtime as stencil
+from . import core
 from .core import SlideError, compute_map, make_layout
 
 RECOVERY_STEPS = ("recovery_start", "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_state",
@@ -49,11 +50,17 @@ DATA_LOST = "checkpoint is lost"  # the runtime's error when both copies of a ch
 OUT_OF_SPARES = "out of spares"  # the runtime's uniform error (in a recovery, or at a waiting spare's start)
 
 
+def default_methods() -> tuple[str, ...]:
+    """The methods a campaign draws from unless told: the four that differ most in how they move ranks."""
+    m = core.Method
+    return tuple(method.label for method in (m.HYBRID, m.ROUTED, m.SLIDE1D, m.SIMPLE))
+
+
 @dataclass
 class Campaign:
     grid: str = "torus:3x2x2"
     spares: str = "x:1"
-    methods: tuple[str, ...] = ("hybrid", "routed", "slide1d", "simple")
+    methods: tuple[str, ...] = field(default_factory=default_methods)
     phases: tuple[str, ...] = PHASES
     runs: int = 12
     seed: int = 1
@@ -105,7 +112,7 @@ def check(campaign: Campaign) -> None:
     for method in campaign.methods:
         stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
     if not campaign.methods:
-        raise FtslideError(f"give at least one method of {', '.join(stencil.RUNTIME_METHODS)}")
+        raise FtslideError(f"give at least one method of {', '.join(m.label for m in stencil.runtime_methods())}")
 
 
 def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]]]:

@@ -16,14 +16,14 @@ from ..toolchain import mpi
 from ..errors import FtslideError
 from ..toolchain.native import REPO
 from ..toolchain.ompi import cache_root
-from .core import make_layout
+from ..toolchain.native import CEnum
+from .core import make_layout, methods, parse_method
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (SLIDING / "runtime" / "src" / "sliding.c", *sorted((SLIDING / "core" / "src").glob("*.c")))
 LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
-RUNTIME_METHODS = ("simple", "slide1d", "slide2d", "hybrid", "routed")
 # Places where a node can be killed (docs/sliding-runtime.md): "iter=I" (start of
 # iteration I, workers) and the runtime's own points, in the order a run meets them.
 RUNTIME_POINTS = ("checkpoint", "waiting", "recovery_start", "recovery_agree", "recovery_map",
@@ -94,11 +94,17 @@ def parse_kill(text: str) -> tuple[int, str]:
     return int(node), point
 
 
+def runtime_methods() -> tuple[CEnum, ...]:
+    """The methods a run can use: those that keep one rank per node (a process cannot run two)."""
+    return tuple(m for m in methods() if m.one_rank_per_node)
+
+
 def node_count(grid: str, spares: str, method: str) -> int:
     """Processes the run needs (one per node); raises FtslideError on a bad layout or method."""
-    if method not in RUNTIME_METHODS:
-        raise FtslideError(f"method {method!r} cannot run: choose {', '.join(RUNTIME_METHODS)} "
-                           "(shrink is a simulation baseline: a process cannot run two ranks)")
+    if not parse_method(method).one_rank_per_node:
+        raise FtslideError(f"method {method!r} cannot run: choose {', '.join(m.label for m in runtime_methods())} "
+                           f"({method} puts several ranks on one node, which one process per node cannot run: "
+                           "it is a simulation baseline)")
     return make_layout(grid, spares).nodes
 
 

@@ -52,8 +52,6 @@ LINK_KINDS = {0: "dim", 1: "up", 2: "down", 3: "host", 4: "green", 5: "black", 6
 GRAMMAR = ("torus:AxB[xC..], mesh:AxB[xC..], ring:N, star:N, fattree:K, "
            "fattree:L;D,..;U,..;P,.., kary:K,N or dragonfly:G,L;C,L;R,L;N")
 MAX_DIMS, MAX_LEVELS = 6, 8
-# Status codes of slide_core.h used here.
-_OK, _ENODE = 0, 9
 
 
 class TopologyError(FtslideError):
@@ -257,9 +255,11 @@ class Topology:
         stats = _CRoundStats()
         rc = _lib().slide_topo_round(ctypes.byref(self._c), src, dst, n, cloads, hops, worst,
                                      ctypes.byref(stats))
-        if rc == _ENODE:
+        from .core import Status  # the core's names; core imports this module
+
+        if rc == Status.ENODE:
             raise TopologyError(f"a message's host is outside {self} (hosts 0..{self.hosts - 1})")
-        if rc != _OK:
+        if rc != 0:
             raise TopologyError(f"routing a round on {self} failed (status {rc})")
         return Round(loads, tuple(hops[:n]), tuple(worst[:n]), stats.load_max,
                      stats.links_used, stats.links_overloaded, stats.hops_max, stats.hops_sum)
@@ -308,7 +308,7 @@ def parse_topology(spec: str, order: str | None = None) -> Topology:
         raw = b"\xff"
     c = _CTopo()
     rc = _lib().slide_topo_parse(raw, ctypes.byref(c))
-    if rc != _OK:
+    if rc != 0:
         detail = _lib().slide_topo_parse_detail(raw).decode() or "malformed"
         raise TopologyError(f"bad topology '{spec}': {detail}"
                             + (f"; use {GRAMMAR}" if detail.startswith("missing kind") else ""))
@@ -317,7 +317,7 @@ def parse_topology(spec: str, order: str | None = None) -> Topology:
             raw_order = order.encode("ascii")
         except UnicodeEncodeError:
             raw_order = b"\xff"
-        if _lib().slide_topo_set_order(ctypes.byref(c), raw_order) != _OK:
+        if _lib().slide_topo_set_order(ctypes.byref(c), raw_order) != 0:
             if c.kind > 2:
                 raise TopologyError(f"routing order '{order}': only a torus, mesh or ring has "
                                     f"one, {spec} does not")

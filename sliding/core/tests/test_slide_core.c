@@ -170,8 +170,17 @@ static void test_parse(void)
                   strcmp(slide_strerror(code), "unknown status") != 0,
               "message for %d", code);
     CHECK(strcmp(slide_strerror(999), "unknown status") == 0, "unknown code");
-    CHECK(strstr(slide_strerror(SLIDE_EMETHOD), "simple, slide1d, slide2d, hybrid, shrink or routed") != NULL,
-          "method message lists the choices");
+    CHECK(strcmp(slide_status_name(SLIDE_OK), "OK") == 0 && strcmp(slide_status_name(SLIDE_ENOSPARE), "ENOSPARE") == 0 &&
+              strcmp(slide_status_name(SLIDE_ETOPO_FIT), "ETOPO_FIT") == 0 && slide_status_name(SLIDE_ETOPO_FIT + 1) == NULL &&
+              slide_status_name(-1) == NULL,
+          "status names");
+    for (int i = 0; i < SLIDE_NMETHODS; i++)
+        CHECK(slide_method_one_rank_per_node(i) == (i != SLIDE_SHRINK) && slide_method_chooses(i) == (i == SLIDE_ROUTED),
+              "traits of %s", names[i]);
+    CHECK(slide_method_one_rank_per_node(SLIDE_NMETHODS) == -1 && slide_method_chooses(-1) == -1, "traits out of range");
+    CHECK(strcmp(slide_choice_kind_name(SLIDE_CHOICE_HYBRID), "hybrid") == 0 &&
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 && slide_choice_kind_name(5) == NULL,
+          "choice kind names");
 }
 
 /* ---- layout --------------------------------------------------------------- */

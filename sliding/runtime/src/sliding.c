@@ -54,8 +54,8 @@ struct sliding {
 
 static const char *const messages[] = {
     [SLIDING_OK] = "success",
-    [SLIDING_ERR_ARG] = "invalid grid, spare layout or method (the runtime supports simple, slide1d, "
-                        "slide2d, hybrid and routed)",
+    [SLIDING_ERR_ARG] = "invalid grid, spare layout or method (a process per node cannot run a method that "
+                        "puts several ranks on one node)",
     [SLIDING_ERR_SIZE] = "the communicator must have one process per node of the grid, spares included",
     [SLIDING_ERR_NO_SPARE] = "out of spares: the failures exceed what the method can absorb",
     [SLIDING_ERR_DATA_LOST] = "a rank's node and its buddy's node both failed: its checkpoint is lost",
@@ -109,7 +109,7 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
     slide_method m;
     slide_layout layout;
     if (slide_grid_parse(grid, &g) || slide_spares_parse(spares, &sp) ||
-        slide_method_parse(method, &m) || m == SLIDE_SHRINK ||
+        slide_method_parse(method, &m) || slide_method_one_rank_per_node(m) != 1 ||
         slide_layout_init(&layout, &g, &sp)) {
         return SLIDING_ERR_ARG;
     }
