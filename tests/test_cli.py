@@ -23,8 +23,9 @@ def test_the_parser_reads_no_library():
     are read from the libraries when a command uses them, not when the parser is built."""
     import sys
 
-    code = ("import ftslide.cli as cli, ftslide.sliding.core as core, ftslide.sliding.topology as topo; "
-            "cli.build_parser(); assert core._lib.cache_info().currsize == topo._lib.cache_info().currsize == 0")
+    code = ("import ftslide.cli as cli; from ftslide.sliding import core, runtime, topology; cli.build_parser(); "
+            "assert core._lib.cache_info().currsize == topology._lib.cache_info().currsize == 0; "
+            "assert runtime._names.cache_info().currsize == 0")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

@@ -29,7 +29,6 @@ from ftslide.ui.table import print_table  # noqa: E402
 
 # node grids (spares included) with 9 to 16 processes; spares: one plane along x
 GRIDS = ("torus:3x3x1", "torus:3x2x2", "torus:5x3x1", "torus:4x2x2")
-PHASES = ("agree", "map", "rebuild", "state", "commit", "total")
 
 
 def main() -> int:
@@ -43,27 +42,29 @@ def main() -> int:
     try:
         prefix = require_prefix()
         binary = stencil.build(prefix)
-        rows = []
+        rows, phases = [], []
         for grid in GRIDS:
             first_total = None
             for method in methods:
                 nodes = stencil.node_count(grid, "x:1", method)
                 samples = []
                 for _ in range(max(1, args.repeat)):
-                    run = stencil.run(prefix, grid, "x:1", method, [(1, "iter=12")], binary=binary, timeout=180)
+                    run = stencil.run(prefix, grid, "x:1", method, [(1, stencil.iteration_point(12))], binary=binary,
+                                      timeout=180)
                     if run.returncode != 0 or len(run.recoveries) != 1:
                         raise FtslideError(f"{grid} {method}: run failed (exit {run.returncode}): "
-                                           f"{'; '.join(run.errors) or run.stderr.strip()[-200:]}")
+                                           f"{'; '.join(map(str, run.errors)) or run.stderr.strip()[-200:]}")
                     samples.append(run.recoveries[0].times)
-                median = {p: statistics.median(s[p] for s in samples) for p in PHASES}
+                phases = list(samples[0])  # agree ... total, as the program reports them
+                median = {p: statistics.median(s[p] for s in samples) for p in phases}
                 first_total = first_total or median["total"]
-                rows.append([nodes, grid, method, *(f"{median[p]:.2f}" for p in PHASES),
+                rows.append([nodes, grid, method, *(f"{median[p]:.2f}" for p in phases),
                              f"{median['total'] / first_total:.2f}x"])
                 print(f"{grid} {method}: done", file=sys.stderr, flush=True)
     except FtslideError as exc:
         print(f"run.py: error: {exc}", file=sys.stderr)
         return 1
-    print_table(["np", "grid", "method", *(f"{p} ms" for p in PHASES), f"total vs {methods[0]}"], rows)
+    print_table(["np", "grid", "method", *(f"{p} ms" for p in phases), f"total vs {methods[0]}"], rows)
     print(f"node 1 killed at iteration 12; median of {args.repeat} runs; {os.cpu_count()} cores, oversubscribed")
     return 0
 

@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", help="comma-separated methods drawn per run, any but shrink "
                         "(default hybrid,routed,slide1d,simple)")
     parser.add_argument("--phases", default="all",
-                        help=f"comma-separated phases run in turn: {', '.join(faults.PHASES)} (default all)")
+                        help="comma-separated phases run in turn: iteration, simultaneous, each kill point "
+                        "of the runtime (checkpoint, waiting, the steps of a recovery, promoted), exhaust "
+                        "(default all; docs/testing.md)")
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
@@ -51,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
     methods = tuple(m.strip() for m in args.method.split(",") if m.strip()) if args.method is not None else \
         faults.default_methods()
-    phases = faults.PHASES if args.phases.strip() == "all" else \
+    phases = faults.phases() if args.phases.strip() == "all" else \
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
                            seed=args.seed, iterations=args.iterations, timeout=args.timeout,
