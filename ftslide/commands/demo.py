@@ -8,8 +8,8 @@ import time
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
 from ..toolchain.ompi import require_prefix
-from ..sliding import core
-from ..sliding.core import SlideError, compute_map, make_layout, measure
+from ..sliding import core, mapview
+from ..sliding.core import make_layout
 from ..ui.table import print_table
 
 NAME = "demo"
@@ -44,20 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
     """Hops and link loads of each method's map after the failures of the run."""
     layout = make_layout(grid, spares)
-    rows, notes = [], []
-    for method in stencil.runtime_methods():
-        try:
-            m = measure(layout, compute_map(layout, method, failed))
-            rows.append([method.label, m.ranks_moved, m.hops_max, f"{m.hops_mean:.2f}", m.link_load_max,
-                         m.links_overloaded])
-        except SlideError as exc:
-            rows.append([method.label, "-", "-", "-", "-", "-"])
-            notes.append(f"  {exc}")
+    results = [mapview.run_method(layout, method, failed) for method in stencil.runtime_methods()]
     print(f"\nsubstitution after failed nodes {','.join(map(str, failed)) or 'none'} on {grid}, spares {spares} "
           "(7-point stencil, dimension-order routing):")
-    print_table(["method", "ranks moved", "max hops", "mean hops", "max link load", "links with load > 1"], rows)
-    for note in notes:
-        print(note)
+    print_table(mapview.BRIEF_HEADERS, mapview.brief_rows(results))
+    for r in results:
+        if r.error is not None:
+            print(f"  {r.error}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,7 +33,9 @@ from ..errors import FtslideError
 from ..toolchain.native import CEnum, bind_library, c_enum
 from .topology import Topology, _CTopo, parse_topology
 
-__all__ = ["Method", "Status", "ChoiceKind", "SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
+# Method, Status and ChoiceKind are public too, but read from the library at first use (module
+# __getattr__): a star import loads nothing.
+__all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
            "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
            "stencil_messages", "compute_map", "explain", "measure", "DIM_NAMES", "HOPS_HIST"]
 
@@ -316,22 +318,30 @@ class Layout:
                              f"(node ids 0..{self.nodes - 1})", _status().ENODE)
 
 
-def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = None,
+def make_layout(grid: Grid | str | None, spares: Spares | str, net: Topology | None = None,
                 expect: int = 0) -> Layout:
     """Validate a grid and a spare layout, and lay the grid onto a network.
 
     Parameters
     ----------
-    grid : the node grid, spares included (``torus:6x6x6``, ``mesh:4x4``, ...).
+    grid : the node grid, spares included (``torus:6x6x6``, ``mesh:4x4``, ...); None for
+        ``net`` itself, which must then be a 2D or 3D torus or mesh.
     spares : the spare layout (``x:1``, ``x:1,y:1``, ``none``).
     net : the network the nodes run on, node i on host i (``parse_topology``); None for
-        the grid itself, routed x first.
+        the grid itself, routed x first. On a torus or mesh of the grid's shape node and host
+        numbering agree; on another network the grid fills the first hosts.
     expect : routed's spare budget: failures to keep spare nodes for (0: none; see
         slide_layout_set_expect() in slide_core.h).
 
-    Grid and Spares objects go through their string form, so the C parser checks them
-    exactly as it checks strings. Raises SlideError (one line). Cost O(1).
+    Returns a Layout. Grid and Spares objects go through their string form, so the C parser
+    checks them exactly as it checks strings. Raises SlideError (one line). Cost O(1).
     """
+    if grid is None and net is not None:
+        try:
+            grid = parse_grid(str(net))
+        except SlideError:
+            raise SlideError(f"topology {net} is not a 2D or 3D torus or mesh: give the stencil's node "
+                             "grid (--grid), e.g. torus:8x8x8", _status().EINVAL) from None
     if not isinstance(grid, (Grid, str)) or not isinstance(spares, (Spares, str)):
         raise SlideError("make_layout takes a Grid (or grid string) and Spares (or spare string)",
                          _status().EINVAL)

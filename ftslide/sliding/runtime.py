@@ -30,7 +30,8 @@ from ..toolchain.native import REPO, CEnum, bind_library, c_enum
 from ..toolchain.ompi import cache_root
 from .core import make_layout, methods, parse_method
 
-__all__ = ["Point", "Status", "Recovery", "RunError", "StencilRun", "build_library", "link_flags", "build",
+# Point and Status are public too, but read from the library at first use (module __getattr__).
+__all__ = ["Recovery", "RunError", "StencilRun", "build_library", "link_flags", "build",
            "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "run",
            "events", "parse", "HEADER_DIR"]
 
