@@ -23,6 +23,9 @@ and as SimGrid and the model route through it.
 
 Costs: one ``mpirun`` per map and repeat (about 10 s of start-up for 18 ranks on 2 cores, plus
 (iterations + 1) halo exchanges); the simulations take seconds.
+
+Errors: ``plan`` raises FtslideError (one line) for anything wrong before anything is created;
+``run`` raises it when a launch or a simulation fails, and removes the cluster either way.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ from .toolchain.ompi import require_prefix
 from .ui.output import new_figure, save_figure
 from .units import parse_rate, parse_time
 
+__all__ = ["COMPILE_FLAGS", "default_methods", "ValidateConfig", "Case", "Plan", "link_params",
+           "memory_available", "plan", "predict", "eager_options", "mpirun_options", "launch", "measure",
+           "summary", "plot", "run"]
+
 # What the emulated links carry per second of their tc rate: at an MTU of 1500 a TCP segment
 # with timestamps holds 1448 payload bytes in a 1514-byte frame (IP 20, TCP 32, Ethernet 14),
 # and the shaping counts frames. A constant of the protocol headers, not a fitted value.
@@ -73,6 +80,10 @@ def default_methods() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ValidateConfig:
+    """What ``ftslide validate`` runs: topology, grid, spares, methods, how many failures (seeded),
+    the links' rate and delay, halo size, pattern, iterations and repeats, the cluster's name
+    and the timeout of each mpirun."""
+
     topology: str
     spares: str
     methods: tuple[str, ...]

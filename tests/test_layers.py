@@ -95,3 +95,33 @@ def test_the_checker_resolves_relative_imports():
         (1, "ftslide.simulation.sweep"), (2, "ftslide.jobmgr.notify"), (3, "ftslide.errors")]
     assert imports("from .core import Layout\n", "ftslide.sliding", is_package=True) == [
         (1, "ftslide.sliding.core")]
+
+
+def test_public_modules_declare_their_api():
+    """Every module below the commands says what it offers (``__all__``, NetworkX's way) and documents
+    each function and class of it; the commands offer the CLI's NAME, HELP, add_arguments and run."""
+    import importlib
+    import inspect
+
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if path.name in ("__init__.py", "__main__.py", "cli.py"):
+            continue
+        module = importlib.import_module(name)
+        if not module.__doc__:
+            missing.append(f"{name}: no docstring")
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            missing.append(f"{name}: no __all__")
+            continue
+        if part_of(name) == "commands":  # the protocol that ftslide/cli.py documents
+            assert {"NAME", "HELP", "add_arguments", "run"} <= set(exported), name
+            continue
+        for attr in exported:
+            value = getattr(module, attr, None)
+            if value is None:
+                missing.append(f"{name}.{attr}: in __all__ but not defined")
+            elif (inspect.isfunction(value) or inspect.isclass(value)) and not inspect.getdoc(value):
+                missing.append(f"{name}.{attr}: no docstring")
+    assert not missing, "\n".join(missing)

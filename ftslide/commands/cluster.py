@@ -9,6 +9,8 @@ from ..errors import FtslideError
 from ..sliding.topology import GRAMMAR
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "cluster"
 HELP = ("create and remove an emulated cluster of network namespaces on this machine "
         "(addresses in 198.18.0.0/15), kill all processes of nodes, show clusters")

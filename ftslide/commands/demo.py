@@ -12,6 +12,8 @@ from ..sliding import core, mapview
 from ..sliding.core import make_layout
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "demo"
 HELP = ("run the resilient 3D Jacobi stencil: nodes are SIGKILLed at chosen iterations, spares take "
         "their place along the slide, and the result must equal a failure-free run bit for bit")

@@ -8,6 +8,8 @@ import shlex
 from ..toolchain.ompi import require_prefix
 from ..sliding.runtime import HEADER_DIR, build_library, link_flags
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "env"
 HELP = ("print the shell lines that put the build's mpicc/mpirun on PATH and set SLIDING_CFLAGS/SLIDING_LIBS "
         "for linking libsliding (use: eval \"$(ftslide env)\")")

@@ -18,6 +18,8 @@ from ..ui.output import write_text
 from ..ui.progress import Bar
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "faults"
 HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil with SIGKILLs at every phase "
         "(iterations, checkpoints, each step of a recovery, a spare's promotion, more failures than "

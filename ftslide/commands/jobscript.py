@@ -12,6 +12,8 @@ from . import Parser
 from ..errors import FtslideError
 from ..toolchain.ompi import require_prefix
 
+__all__ = ["NAME", "HELP", "PASSTHROUGH", "add_arguments", "run"]
+
 NAME = "jobscript"
 HELP = ("write a Slurm, PBS Pro, Torque or Flux job script that runs 'mpirun --with-ft ulfm' from the "
         "project's Open MPI and keeps the job alive when a rank or a node dies (see docs/jobmgr.md)")

@@ -18,6 +18,8 @@ from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "map"
 HELP = ("show where ranks run after node failures for one or several substitution methods: "
         "hops, link loads, migrations, and a plot of the moved ranks")

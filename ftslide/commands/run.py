@@ -10,6 +10,8 @@ from ..errors import FtslideError
 from ..toolchain.mpi import check_program, launch_environment, mpirun_argv, split_program
 from ..toolchain.ompi import require_prefix
 
+__all__ = ["NAME", "HELP", "PASSTHROUGH", "add_arguments", "run"]
+
 NAME = "run"
 HELP = ("run 'mpirun --with-ft ulfm [mpirun options] PROGRAM [ARGS]' with the project's Open MPI; "
         "oversubscription and running as root are allowed by default; '--cluster NAME' first runs "

@@ -22,6 +22,8 @@ from ..simulation.sweep import (
 from ..ui.table import print_table
 from ..units import parse_rate, parse_size, parse_speed, parse_time
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "simulate"
 HELP = ("simulate on SimGrid how much slower stencil, barrier and allreduce communication gets "
         "after f failures with a spare layout and substitution method")

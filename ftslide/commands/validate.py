@@ -16,6 +16,8 @@ from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "validate"
 HELP = ("run the stencil kernel as real Open MPI processes on an emulated cluster, failure-free and "
         "under each method's map after seeded failures, and compare the measured slowdown with SimGrid's")

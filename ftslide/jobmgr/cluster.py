@@ -30,6 +30,12 @@ MPI runs: PRRTE's ssh launcher starts its daemons through a generated launch
 agent (``<agent> <host> <command>``) that runs the command inside the namespace
 that owns the host address, with the node's own host name (a private UTS
 namespace); ``mpirun`` itself runs in node 0. See ``docs/netcluster.md``.
+
+Errors and cost: every function raises FtslideError (one line) for bad input or a failed system
+call, and nothing else. Pure ones (names, addresses, ``neighbour_pairs``, ``next_hops``,
+``shaping_commands``, the argv builders) cost O(nodes) or less; those that run ``ip``/``tc``
+(``up``, ``teardown``, ``down``, ``kill_*``) cost about one process per namespace and link, seconds
+for tens of nodes, and need root.
 """
 
 from __future__ import annotations
@@ -55,6 +61,12 @@ from ..errors import FtslideError
 from ..units import parse_rate, parse_time
 from ..ui.output import write_text
 from ..sliding.topology import Topology, TopologyError, parse_topology
+
+__all__ = ["SUBNET", "DEFAULT_NAME", "AGENT_TEMPLATE", "Cluster", "cluster_dir", "state_path", "address",
+           "check_name", "cluster_topology", "neighbour_pairs", "next_hops", "shaping_commands",
+           "existing_namespaces", "save", "load", "clusters", "up", "teardown", "remove_session_dirs", "down",
+           "namespace_pids", "kill_namespace", "kill_namespaces", "kill_nodes", "mpirun_options",
+           "launch_environment", "job_argv", "launch_argv"]
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
 MAX_NODES = 1000        # namespaces of one cluster, switches included
@@ -103,10 +115,12 @@ class Cluster:
 
 
 def cluster_dir() -> Path:
+    """Folder of the clusters' state files and generated files (in the cache)."""
     return cache_root() / "cluster"
 
 
 def state_path(name: str) -> Path:
+    """The state file of cluster ``name``. Cost O(1); no check that it exists."""
     return cluster_dir() / f"{name}.json"
 
 
@@ -116,6 +130,8 @@ def address(vertex: int) -> ipaddress.IPv4Address:
 
 
 def check_name(name: str) -> str:
+    """``name`` if it can name a cluster (1-12 lower-case letters and digits, a letter first, so
+    that every namespace name stays short); FtslideError otherwise."""
     if not _NAME.match(name):
         raise FtslideError(f"cluster name {name!r} is not valid: use 1-12 lower-case letters and digits, "
                            "starting with a letter")
@@ -229,6 +245,8 @@ def _cmd(cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[
 
 
 def existing_namespaces() -> set[str]:
+    """Names of the network namespaces of this machine (``ip netns list``); FtslideError if ``ip``
+    fails. Cost: one process."""
     out = _cmd(["ip", "netns", "list"]).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
@@ -280,6 +298,7 @@ def load(name: str) -> Cluster:
 
 
 def clusters() -> list[Cluster]:
+    """Every cluster with a readable state file, by name; unreadable ones are left out."""
     found = []
     for path in sorted(cluster_dir().glob("*.json")):
         try:
@@ -490,6 +509,8 @@ def remove_session_dirs(hosts: Sequence[str]) -> None:
 
 
 def down(name: str) -> list[str]:
+    """Remove cluster ``name`` (``teardown``); return what could not be removed. FtslideError if
+    not root or there is no such cluster. Cost: seconds (one ``ip`` call per namespace)."""
     _require_root()
     return teardown(load(name))
 

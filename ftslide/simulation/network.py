@@ -1,8 +1,13 @@
-"""Network and node parameters of a simulated machine, and the study presets."""
+"""Network and node parameters of a simulated machine, and the study presets.
+
+Nothing here raises or computes: the values are data (docs/simulations.md, "Presets and parameters").
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+__all__ = ["NetParams", "Preset", "PRESETS"]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from ..sliding import core as sc
 from ..sliding.topology import Topology
 
+__all__ = ["Placement", "make_placement"]
+
 
 @dataclass(frozen=True)
 class Placement:

@@ -9,6 +9,10 @@ counts are nested within a trial and methods are compared on equal draws.
 
 Identical placements (every method with 0 failures, repeated maps) are simulated
 once; every simulation is cached by its configuration (``smpi.run_kernels``).
+
+Errors and cost: ``validate`` raises FtslideError (one line) for anything wrong before any work
+starts; the others raise it when a simulation fails. ``run_sweep`` costs one SimGrid run per
+distinct placement and pattern (``jobs`` at a time), plus the analytic model for every trial.
 """
 
 from __future__ import annotations
@@ -37,10 +41,16 @@ from .smpi import KernelRun, kill_running, run_kernels
 from ..ui.output import new_figure, save_figure, write_text
 from ..ui.progress import Bar
 
+__all__ = ["SweepConfig", "Trial", "parse_failures", "kernel_name", "validate", "draw_failures", "run_sweep",
+           "summarize", "write_outputs", "plot"]
+
 
 
 @dataclass(frozen=True)
 class SweepConfig:
+    """What ``ftslide simulate`` sweeps: topology, grid and spares, methods x failure counts x
+    patterns x trials, the network's figures, message sizes, and how to run (jobs, timeout, cache)."""
+
     topology: str
     grid: str | None
     spares: str
@@ -278,6 +288,8 @@ def _q(values: Sequence[float], q: float) -> float:
 
 def summarize(cfg: SweepConfig, trials: list[Trial], base_sim: dict[str, float],
               base_model: dict[str, analytic.Congestion]) -> list[dict[str, object]]:
+    """One row per (method, failure count, pattern): medians and ranges of the simulated and modelled
+    slowdowns over the trials (None where no trial placed the failures), and the first error."""
     rows: list[dict[str, object]] = []
     for method in cfg.methods:
         for f in cfg.failures:

@@ -246,7 +246,10 @@ def _text(value: object, what: str) -> bytes:
 
 
 def parse_grid(text: str) -> Grid:
-    """Parse ``[torus:|mesh:]AxB[xC]`` (no prefix: torus), e.g. ``mesh:6x6x6``."""
+    """Parse ``[torus:|mesh:]AxB[xC]`` (no prefix: torus), e.g. ``mesh:6x6x6``.
+
+    Returns a Grid; raises SlideError (code EGRID_*) naming the grammar. Cost O(len(text)).
+    """
     out = _CGrid()
     rc = _lib().slide_grid_parse(_text(text, "grid"), ctypes.byref(out))
     if rc != 0:
@@ -255,7 +258,10 @@ def parse_grid(text: str) -> Grid:
 
 
 def parse_spares(text: str) -> Spares:
-    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ..."""
+    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ...
+
+    Returns Spares; raises SlideError (code ESPARES_*) naming the grammar. Cost O(len(text)).
+    """
     out = _CSpares()
     rc = _lib().slide_spares_parse(_text(text, "spare layout"), ctypes.byref(out))
     if rc != 0:
@@ -497,7 +503,9 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
             stencil_periodic: bool | None = None) -> Metrics:
     """Neighbour hops and 5/7-point stencil link loads of a rank-to-node map.
 
-    ``stencil_periodic`` None follows the grid (torus: the logical grid wraps).
+    ``mapping[r]`` is rank r's node; ``stencil_periodic`` None follows the grid (torus: the
+    logical grid wraps). Returns Metrics. Raises SlideError for a map of the wrong length or with
+    a node outside the grid. Cost O(nodes + ranks x route length) (slide_measure()).
     """
     lay = _layout(layout)
     if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:

@@ -24,6 +24,11 @@ node per namespace, and each kill takes the victim's whole node at its point: th
 node's PRRTE daemon, then itself (ftslide_killpoint.h, FTSLIDE_KILL_NODE). The daemons route along a
 chain (routing radix 1), so every node but the last relays for the nodes after it; node 0 runs
 mpirun and is never a victim (losing it ends any job).
+
+Errors and cost: ``check`` raises FtslideError for a campaign that cannot run, before anything
+starts; ``run_campaign`` raises it when the failure-free run fails and costs one ``mpirun`` per run
+(seconds each, up to ``timeout`` for a hang). ``plan``, ``judge`` and the helpers cost a few maps of
+the core; the leftover checks read ``/proc`` (O(processes)).
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ from . import runtime as stencil
 from . import core
 from .core import SlideError, compute_map, make_layout
 
+__all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan", "holding_rank",
+           "absorbable", "buddies_lost", "runtime_files", "in_use", "leftovers", "judge", "killed_in",
+           "run_campaign", "summary", "as_json"]
+
 
 
 def phases() -> tuple[str, ...]:
@@ -60,6 +69,9 @@ def default_methods() -> tuple[str, ...]:
 
 @dataclass
 class Campaign:
+    """A campaign's parameters; ``check()`` validates them. The methods default to
+    ``default_methods()``, the phases to all of ``phases()``."""
+
     grid: str = "torus:3x2x2"
     spares: str = "x:1"
     methods: tuple[str, ...] = field(default_factory=default_methods)
@@ -233,6 +245,10 @@ def leftovers(before: set[str], marker: str) -> list[str]:
 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
           whole_nodes: bool = False) -> None:
+    """Fill ``record``'s outcome from ``run``: recovered with the failure-free ``reference`` checksum
+    and exactly the dead agreed, or out of spares exactly when ``method`` cannot absorb the
+    failures that landed, or data lost exactly when two buddies died; anything else is an error.
+    Cost: a few maps of the core."""
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
@@ -336,6 +352,7 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
 
 
 def summary(records: Sequence[RunRecord]) -> dict[str, object]:
+    """Counts of ``records`` by outcome, kills planned and landed, runs per phase."""
     phases: dict[str, int] = {}
     for r in records:
         phases[r.phase] = phases.get(r.phase, 0) + 1
@@ -358,5 +375,6 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
 
 
 def as_json(campaign: Campaign, reference: str, records: Sequence[RunRecord]) -> dict[str, object]:
+    """The campaign, its failure-free checksum, the summary and every run, as JSON-ready data."""
     return {"campaign": asdict(campaign), "reference_checksum": reference, "summary": summary(records),
             "runs": [asdict(r) for r in records]}

@@ -90,6 +90,7 @@ CHOICE_HEADERS = ("#", "failed node", "routed chose", "max load", "links >1", "s
 
 
 def choice_rows(layout: Layout, failures: Sequence[int], choices: Sequence[Choice]) -> list[list[object]]:
+    """Rows under CHOICE_HEADERS: one per failure, what the method chose and the loads it compared."""
     rows: list[list[object]] = []
     for k, (node, c) in enumerate(zip(failures, choices), 1):
         rows.append([k, f"{node} ({describe_node(layout, node)})", describe_choice(layout, c),
@@ -110,10 +111,12 @@ def hist_short(hist: Sequence[int]) -> str:
 
 
 def describe_node(layout: Layout, node: int) -> str:
+    """A node's coordinates written x.y[.z]."""
     return ".".join(map(str, layout.coords(node)))
 
 
 def header_line(layout: Layout, failures: Sequence[int]) -> str:
+    """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network."""
     points = 5 if len(layout.grid.sizes) == 2 else 7
     stencil = "periodic" if layout.grid.periodic else "open"
     spare_nodes = layout.nodes - layout.ranks
@@ -129,6 +132,7 @@ def header_line(layout: Layout, failures: Sequence[int]) -> str:
 
 
 def describe_net(layout: Layout) -> str:
+    """The network a layout runs on, with its dimension order when it has one."""
     net = layout.net
     return f"{net} (dimension order {net.order})" if net.order else str(net)
 
@@ -138,6 +142,7 @@ TABLE_HEADERS = ("method", "placed", "moved", "max hops", "mean hops", "hops:pai
 
 
 def table_row(result: MethodResult, total: int) -> list[object]:
+    """A row under TABLE_HEADERS: failures placed (of ``total``), moves, hops, loads."""
     m = result.metrics
     placed = f"{result.placed}/{total}"
     if result.error is not None:
@@ -161,11 +166,14 @@ def brief_rows(results: Sequence[MethodResult]) -> list[list[object]]:
 
 
 def error_code_name(code: int) -> str:
+    """The core's name of a status code (``ENOSPARE``)."""
     return core.Status(code).name
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
                   with_map: bool) -> dict[str, Any]:
+    """``ftslide map --json``: the layout, the failures and per method its metrics, its error,
+    its choices (a choosing method) and, ``with_map``, its rank -> node map."""
     methods = []
     for r in results:
         m = r.metrics
@@ -226,6 +234,7 @@ def dumps(value: Any, indent: str = "") -> str:
 
 
 def stuck_message(results: Sequence[MethodResult]) -> str:
+    """The one-line error of ``ftslide map`` when methods could not place every failure."""
     stuck = [r for r in results if r.error is not None]
     if len(stuck) == 1:
         return f"{stuck[0].error} (shown: the map before it; --keep-going to accept it)"

@@ -13,6 +13,11 @@ Typical use::
 
     prefix = require_prefix()
     run(prefix, "torus:3x2x2", "x:1", "hybrid", [(1, iteration_point(12))]).checksum
+
+Errors and cost: FtslideError (one line) for a bad layout, method or kill before anything starts,
+or a failed compile; ``run`` raises ``mpi.MpirunTimeout`` for a run that hangs. The builds cost a
+compile per change of the sources (seconds), ``run`` one ``mpirun`` (about a second for 12
+processes), the rest O(size of their input) once the names are read (one ``dlopen``).
 """
 
 from __future__ import annotations
