@@ -45,7 +45,6 @@ __all__ = ["SweepConfig", "Trial", "parse_failures", "kernel_name", "validate", 
            "summarize", "write_outputs", "plot"]
 
 
-
 @dataclass(frozen=True)
 class SweepConfig:
     """What ``ftslide simulate`` sweeps: topology, grid and spares, methods x failure counts x

@@ -53,12 +53,10 @@ __all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan"
            "run_campaign", "summary", "as_json"]
 
 
-
 def phases() -> tuple[str, ...]:
     """Every phase, in the order a campaign takes them: iteration, simultaneous, each of the
     runtime's kill points (sliding_names.h), exhaust."""
     return ("iteration", "simultaneous", *stencil.runtime_points(), "exhaust")
-
 
 
 def default_methods() -> tuple[str, ...]:
