@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from . import __version__
+from .commands import Parser
 from .errors import FtslideError
-from .build.mpi import ensure_stdin
+from .toolchain.mpi import ensure_stdin
 
 DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Open MPI build, sliding "
                "substitution, SimGrid simulations and job-manager adapters")
@@ -25,17 +26,10 @@ COMMANDS = ["doctor", "build_mpi", "env", "run", "demo", "faults", "map", "simul
             "notify"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line naming the fix."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = _Parser(prog="ftslide", description=DESCRIPTION)
+    parser = Parser(prog="ftslide", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ftslide {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     modules = {}
     for name in COMMANDS:
         module = importlib.import_module(f"ftslide.commands.{name}")

@@ -1,5 +1,7 @@
 """The one exception type that the CLI turns into a one-line error and a non-zero exit."""
 
+__all__ = ["FtslideError"]
+
 
 class FtslideError(Exception):
     """A user-facing error: the message says what went wrong and what to do."""

@@ -10,8 +10,8 @@ from typing import Callable
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import compile_program, ensure_stdin, processes_with
-from ftslide.build.ompi import require_prefix
+from ftslide.toolchain.mpi import compile_program, ensure_stdin, processes_with
+from ftslide.toolchain.ompi import require_prefix
 
 from mpiharness import MPI_SOURCES, MpiRun, run_program
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ftslide.build import mpi
+from ftslide.toolchain import mpi
 
 MPI_SOURCES = Path(__file__).parent / "mpi"
 _REPORT = re.compile(r"^ftcheck rank=(\d+) ([A-Za-z0-9_]+)=(.*)$")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.build import ompi as ompi_build
-from ftslide.build.mpi import kill_processes, run_marker
-from ftslide.build.ompi import BuildInputs, Overlay
+from ftslide.toolchain import ompi as ompi_build
+from ftslide.toolchain.mpi import kill_processes, run_marker
+from ftslide.toolchain.ompi import BuildInputs, Overlay
 
 REPO = Path(__file__).resolve().parent.parent
 

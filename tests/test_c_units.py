@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from ftslide.build.native import build_native
+from ftslide.toolchain.native import build_native
 
 
 def _ctest_names() -> list[str]:

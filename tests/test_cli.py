@@ -18,6 +18,17 @@ def test_help_lists_the_commands():
         assert command in result.stdout
 
 
+def test_the_parser_reads_no_library():
+    """--help and doctor work before any C is built: the names of methods, statuses and kill points
+    are read from the libraries when a command uses them, not when the parser is built."""
+    import sys
+
+    code = ("import ftslide.cli as cli; from ftslide.sliding import core, runtime, topology; cli.build_parser(); "
+            "assert core._lib.cache_info().currsize == topology._lib.cache_info().currsize == 0; "
+            "assert runtime._names.cache_info().currsize == 0")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_unknown_command_and_option():
     assert_one_line_error(ftslide("frobnicate"), "invalid choice")
     assert_one_line_error(ftslide("run", "--frobnicate", "-np", "2", "/bin/true"), "unknown mpirun option",
@@ -85,8 +96,8 @@ def test_demo_bad_input():
 
 def test_survive_example(mpi_prefix):
     """ompi-ulfm/examples/survive.c, np 4: rank 2 SIGKILLed at iteration 5, rank 1 at 12; 2 survivors finish."""
-    from ftslide.build.mpi import compile_program
-    from ftslide.build.native import REPO
+    from ftslide.toolchain.mpi import compile_program
+    from ftslide.toolchain.native import REPO
     from mpiharness import run_program
 
     binary = compile_program(mpi_prefix, [REPO / "ompi-ulfm" / "examples" / "survive.c"])

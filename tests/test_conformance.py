@@ -133,7 +133,7 @@ def test_checks_fail_without_fault_tolerance(mpi_prefix, mpi_program):
     """
     import subprocess
 
-    from ftslide.build.mpi import kill_processes, launch_environment, run_marker
+    from ftslide.toolchain.mpi import kill_processes, launch_environment, run_marker
     from mpiharness import parse_run
 
     name, value = run_marker()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.sliding import faults
+from ftslide.sliding import faults, runtime
 
 pytestmark = pytest.mark.mpi
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def campaign(tmp_path: Path, *args: str) -> dict:
     report = tmp_path / "report.json"
-    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--runs", str(len(faults.PHASES)),
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--runs", str(len(faults.phases())),
                              "--seed", "3", "--out", str(report), *args],  # a later --runs or --seed wins
                             cwd=REPO, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, timeout=900)
@@ -43,12 +43,12 @@ def campaign(tmp_path: Path, *args: str) -> dict:
 def test_every_phase_once(tmp_path, grid, spares):
     doc = campaign(tmp_path, "--grid", grid, "--spares", spares)
     summary = doc["summary"]
-    assert summary["phases"] == {phase: 1 for phase in faults.PHASES}
+    assert summary["phases"] == {phase: 1 for phase in faults.phases()}
     assert summary["hangs"] == summary["wrong_checksums"] == summary["errors"] == summary["leftovers"] == 0
     # the kill that defines each phase landed where it was planned
     for run in doc["runs"]:
         node, point = run["kills"][-1]
-        if run["phase"] in (*faults.RECOVERY_STEPS, "checkpoint", "waiting", "promoted"):
+        if run["phase"] in runtime.runtime_points():  # checkpoint, waiting, the recovery's steps, promoted
             assert run["landed"].get(str(node)) == point, run
 
 
@@ -67,10 +67,13 @@ def test_a_victim_leaving_the_version_allreduce_early(tmp_path):
 
 
 def test_plan_is_seeded():
-    c = faults.Campaign(runs=len(faults.PHASES), seed=5)
+    c = faults.Campaign(runs=len(faults.phases()), seed=5)
     assert [faults.plan(c, i) for i in range(c.runs)] == [faults.plan(c, i) for i in range(c.runs)]
-    assert [faults.plan(c, i)[0] for i in range(c.runs)] == list(faults.PHASES)
-    other = faults.Campaign(runs=len(faults.PHASES), seed=6)
+    assert [faults.plan(c, i)[0] for i in range(c.runs)] == list(faults.phases())
+    assert list(faults.phases()) == ["iteration", "simultaneous", "checkpoint", "waiting", "recovery_start",
+                                     "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_state",
+                                     "recovery_commit", "promoted", "exhaust"]
+    other = faults.Campaign(runs=len(faults.phases()), seed=6)
     assert [faults.plan(c, i) for i in range(c.runs)] != [faults.plan(other, i) for i in range(c.runs)]
 
 

@@ -21,7 +21,7 @@ import pytest
 from ftslide.jobmgr import jobscript
 from harness import slurmcluster
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import processes_with
+from ftslide.toolchain.mpi import processes_with
 from harness.slurmcluster import SlurmCluster
 from mpiharness import MpiRun, parse_run
 from test_build import ftslide

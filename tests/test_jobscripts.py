@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.build.mpi import kill_processes, run_marker
+from ftslide.toolchain.mpi import kill_processes, run_marker
 from mpiharness import parse_run
 from test_build import assert_one_line_error, ftslide
 

@@ -216,7 +216,7 @@ def test_method_out_of_spares_reports_the_failure_and_the_last_good_map(tmp_path
     assert_one_line_error(result, "slide1d at failure #2 (ELINE)", "slide2d at failure #2 (EPLANE)")
     # simple runs out of spares on the 5th failure (4 spares).
     result = ftslide_map(*MESH, "--method", "simple", "--fail", "1,2,3,5,6")
-    assert_one_line_error(result, "out of spares at failure #5 (node 6)")
+    assert_one_line_error(result, "simple: cannot place failure #5 (node 6): out of spares")
     # --keep-going accepts partial answers, in the table, the JSON and the plot.
     result = ftslide_map(*MESH, "--method", "slide1d,hybrid", "--fail", "5,9", "--keep-going",
                          "--plot", str(png))
@@ -250,7 +250,7 @@ BAD_INPUTS = [
     (["--grid", "4x4", "--fail", "-1"], "bad failure '-1'"),
     (["--grid", "4x4", "--fail", "5,,6"], "bad failure '(empty)'"),
     (["--grid", "4x4", "--fail", "0-99"], "larger than grid"),
-    (["--grid", "4x4", "--method", "shrink", "--spares", "none", "--fail", "0-15"], "no alive non-spare"),
+    (["--grid", "4x4", "--method", "shrink", "--spares", "none", "--fail", "0-15"], "every non-spare node has failed"),
     (["--grid", "4x4", "--slice", "1"], "--slice"),
     (["--grid", "4x4", "--with-map"], "--with-map only works with --json"),
     (["--grid", "4x4", "--topology", "ring"], "missing kind or size"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import split_program
+from ftslide.toolchain.mpi import split_program
 
 
 @pytest.mark.parametrize("args,options,program,rest", [

@@ -21,7 +21,7 @@ import pytest
 
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import kill_processes
+from ftslide.toolchain.mpi import kill_processes
 from ftslide.sliding.topology import Topology, parse_topology
 from test_build import assert_one_line_error, ftslide
 
@@ -349,8 +349,8 @@ def test_bad_inputs_are_one_line_errors(cluster):
                          (["--topology", "fattree:2;4,4;1,2;1,2"], "parallel links"),
                          (["--topology", "torus:11x10x10"], "needs 1100 namespaces"),
                          (["--topology", "torus:2x2", "--route-order", "zy"], "bad routing order"),
-                         (["--nodes", "2", "--delay", "soon"], "not valid"),
-                         (["--nodes", "2", "--rate", "fast"], "not valid"),
+                         (["--nodes", "2", "--delay", "soon"], "bad delay"),
+                         (["--nodes", "2", "--rate", "fast"], "bad rate"),
                          (["--nodes", "2", "--slots", "0"], "--slots")]:
         assert_one_line_error(ftslide("cluster", "up", "--name", cluster, *args), phrase)
         assert not our_namespaces(cluster) and not netcluster.state_path(cluster).exists()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.build.mpi import kill_processes, processes_with
+from ftslide.toolchain.mpi import kill_processes, processes_with
 from ftslide.jobmgr.notify import running_jobs
 from mpiharness import parse_run
 from test_build import assert_one_line_error, ftslide

@@ -27,9 +27,9 @@ def test_parse_grid_and_spares() -> None:
 
 
 @pytest.mark.parametrize("text, code", [
-    ("", sc.EGRID_SYNTAX), ("6", sc.EGRID_DIMS), ("6x6x6x6", sc.EGRID_DIMS),
-    ("0x4", sc.EGRID_SIZE), ("ring:4x4", sc.EGRID_SYNTAX), ("4x4 ", sc.EGRID_SYNTAX),
-    ("99999x99999x99999", sc.EGRID_SIZE), ("4×4", sc.EGRID_SYNTAX),
+    ("", sc.Status.EGRID_SYNTAX), ("6", sc.Status.EGRID_DIMS), ("6x6x6x6", sc.Status.EGRID_DIMS),
+    ("0x4", sc.Status.EGRID_SIZE), ("ring:4x4", sc.Status.EGRID_SYNTAX), ("4x4 ", sc.Status.EGRID_SYNTAX),
+    ("99999x99999x99999", sc.Status.EGRID_SIZE), ("4×4", sc.Status.EGRID_SYNTAX),
 ])
 def test_bad_grid(text: str, code: int) -> None:
     with pytest.raises(FtslideError) as err:
@@ -40,14 +40,14 @@ def test_bad_grid(text: str, code: int) -> None:
 
 
 @pytest.mark.parametrize("text, code", [
-    ("x", sc.ESPARES_SYNTAX), ("x:0", sc.ESPARES_COUNT), ("w:1", sc.ESPARES_SYNTAX),
-    ("x:1,x:1", sc.ESPARES_DIM), ("x:1,y:1,z:1", sc.ESPARES_DIM),
+    ("x", sc.Status.ESPARES_SYNTAX), ("x:0", sc.Status.ESPARES_COUNT), ("w:1", sc.Status.ESPARES_SYNTAX),
+    ("x:1,x:1", sc.Status.ESPARES_DIM), ("x:1,y:1,z:1", sc.Status.ESPARES_DIM),
 ])
 def test_bad_spares(text: str, code: int) -> None:
     with pytest.raises(FtslideError) as err:
         sc.parse_spares(text)
     assert err.value.code == code
-    assert "e.g. 'x:1'" in str(err.value) or code != sc.ESPARES_SYNTAX
+    assert "e.g. 'x:1'" in str(err.value) or code != sc.Status.ESPARES_SYNTAX
 
 
 def test_non_string_input() -> None:
@@ -69,7 +69,7 @@ def test_layout_fields_and_mismatch() -> None:
         sc.make_layout("mesh:4x4", "z:1")
     with pytest.raises(FtslideError) as err:
         sc.make_layout("mesh:4x4", "x:4")
-    assert err.value.code == sc.ESPARES_COUNT
+    assert err.value.code == sc.Status.ESPARES_COUNT
     with pytest.raises(FtslideError, match="outside grid"):
         lay.node((4, 0))
     with pytest.raises(FtslideError, match="outside grid"):
@@ -103,7 +103,12 @@ def test_unknown_method_message() -> None:
         sc.compute_map(("4x4", "x:1"), "foo", [1])
     assert str(err.value) == ("unknown method 'foo': choose simple, slide1d, slide2d, "
                               "hybrid, shrink or routed")
-    assert err.value.code == sc.EMETHOD
+    assert [m.label for m in sc.methods()] == ["simple", "slide1d", "slide2d", "hybrid", "shrink", "routed"]
+    assert [m.label for m in sc.methods() if m.one_rank_per_node] == ["simple", "slide1d", "slide2d", "hybrid",
+                                                                      "routed"]
+    assert [m.label for m in sc.methods() if m.chooses] == ["routed"]
+    assert sc.Status(11).name == "ENOSPARE" and len(sc.Status) == 21
+    assert err.value.code == sc.Status.EMETHOD
 
 
 def test_method_errors_carry_index_and_last_good_map() -> None:
@@ -111,28 +116,29 @@ def test_method_errors_carry_index_and_last_good_map() -> None:
     with pytest.raises(FtslideError) as err:
         sc.compute_map(lay, "slide1d", [5, 9])
     e = err.value
-    assert e.code == sc.ELINE and e.index == 1
+    assert e.code == sc.Status.ELINE and e.index == 1
     assert e.mapping == sc.compute_map(lay, "slide1d", [5])
     assert "failure #2 (node 9)" in str(e) and "hybrid" in str(e)
     with pytest.raises(FtslideError) as err:
         sc.compute_map(lay, "slide2d", [5, 0])
-    assert err.value.code == sc.EPLANE
+    assert err.value.code == sc.Status.EPLANE
     with pytest.raises(FtslideError) as err:
         sc.compute_map(lay, "simple", [0, 1, 2, 3, 4])
-    assert err.value.code == sc.ENOSPARE and "out of spares at failure #5 (node 4)" in str(err.value)
+    assert err.value.code == sc.Status.ENOSPARE
+    assert str(err.value).startswith("simple: cannot place failure #5 (node 4): out of spares")
     with pytest.raises(FtslideError) as err:
         sc.compute_map(lay, "shrink", list(range(12)))
-    assert err.value.code == sc.ENOSURVIVOR
+    assert err.value.code == sc.Status.ENOSURVIVOR
 
 
 @pytest.mark.parametrize("failed, code, fragment", [
-    ([5, 16], sc.ENODE, "failure #2 (node 16) is outside grid mesh:4x4"),
-    ([-1], sc.ENODE, "failure #1 (node -1) is outside"),
-    ([2**40], sc.ENODE, f"node {2**40}) is outside"),
-    ([5, 5], sc.EDUP, "listed twice"),
+    ([5, 16], sc.Status.ENODE, "failure #2 (node 16) is outside grid mesh:4x4"),
+    ([-1], sc.Status.ENODE, "failure #1 (node -1) is outside"),
+    ([2**40], sc.Status.ENODE, f"node {2**40}) is outside"),
+    ([5, 5], sc.Status.EDUP, "listed twice"),
 ])
 def test_bad_failed_nodes(failed: list[int], code: int, fragment: str) -> None:
-    for method in sc.METHODS:
+    for method in sc.methods():
         with pytest.raises(FtslideError) as err:
             sc.compute_map(("mesh:4x4", "x:1"), method, failed)
         assert err.value.code == code and fragment in str(err.value)
@@ -151,7 +157,7 @@ def test_random_sequences_are_valid_and_deterministic() -> None:
     rng = random.Random(7)
     for grid, spares in [("torus:6x5x4", "x:1"), ("mesh:7x6", "x:1,y:1"), ("torus:5x5x6", "z:2")]:
         lay = sc.make_layout(grid, spares)
-        for method in sc.METHODS:
+        for method in sc.methods():
             failed = rng.sample(range(lay.nodes), 6)
             try:
                 mapping = sc.compute_map(lay, method, failed)
@@ -160,7 +166,7 @@ def test_random_sequences_are_valid_and_deterministic() -> None:
                 failed, mapping = failed[: err.index], err.mapping
             assert mapping == sc.compute_map(lay, method, failed)
             assert not set(mapping) & set(failed)
-            if method != "shrink":
+            if method.one_rank_per_node:
                 assert len(set(mapping)) == lay.ranks
 
 
@@ -279,12 +285,12 @@ def test_routed_explains_its_choices() -> None:
     the second shifts a block of lines that keeps the load at 2 where hybrid's map has 5."""
     lay = sc.make_layout("torus:12x12x12", "x:1")
     failed = [lay.node((5, 5, 9)), lay.node((6, 11, 1))]
-    mapping, choices = sc.explain(lay, failed)
+    mapping, choices = sc.explain(lay, "routed", failed)
     assert mapping == sc.compute_map(lay, "routed", failed)
     first, second = choices
-    assert (first.kind, first.load_max, first.overloaded) == ("block", 1, 0)
+    assert (first.kind.label, first.load_max, first.overloaded) == ("block", 1, 0)
     assert first.lines == ((0, 12), (0, 12)) and first.moved == 144 * 6   # planes x=5..10
-    assert second.kind == "block" and second.load_max == 2 and second.hybrid_load_max == 5
+    assert second.kind == sc.ChoiceKind.BLOCK and second.load_max == 2 and second.hybrid_load_max == 5
     assert second.candidates > 20 and second.load_max == sc.measure(lay, mapping).link_load_max
 
 
@@ -292,8 +298,8 @@ def test_routed_spare_budget() -> None:
     """With a budget of 140 expected failures the first failure must leave 139 of the 144 spare
     nodes free, so routed cannot take hybrid's whole plane: it shifts a small block instead."""
     lay = sc.make_layout("torus:12x12x12", "x:1", expect=140)
-    mapping, (choice,) = sc.explain(lay, [lay.node((5, 5, 9))])
+    mapping, (choice,) = sc.explain(lay, "routed", [lay.node((5, 5, 9))])
     spare_nodes_used = sum(1 for n in mapping if lay.is_spare(n))
-    assert choice.kind in ("block", "cross", "direct") and spare_nodes_used <= 144 - 139
+    assert choice.kind.label in ("block", "cross", "direct") and spare_nodes_used <= 144 - 139
     with pytest.raises(FtslideError, match="spare budget"):
         sc.make_layout("torus:12x12x12", "x:1", expect=145)

@@ -117,7 +117,8 @@ def test_out_of_spares_is_a_clear_error(mpi_prefix, jacobi, method, nodes):
     assert run.returncode != 0
     assert len(run.recoveries) == 4
     assert run.checksum is None
-    assert run.errors == ["recovery: out of spares: the failures exceed what the method can absorb"], run.stderr
+    assert [str(e) for e in run.errors] == ["recovery: out of spares: the failures exceed what the method can absorb"]
+    assert run.errors[0].status is stencil.Status.ERR_NO_SPARE, run.stderr
 
 
 def test_slide2d_runs_out_after_one_plane(mpi_prefix, jacobi):
@@ -125,13 +126,13 @@ def test_slide2d_runs_out_after_one_plane(mpi_prefix, jacobi):
     run = run_with(mpi_prefix, jacobi, "slide2d", [(1, "iter=12"), (6, "iter=20")])
     assert run.returncode != 0
     assert [r.failed for r in run.recoveries] == [[1]]
-    assert "out of spares" in " ".join(run.errors)
+    assert [e.status for e in run.errors] == [stencil.Status.ERR_NO_SPARE], run.stderr
 
 
 def test_bad_layouts_are_refused_before_launch(mpi_prefix):
     from ftslide.errors import FtslideError
 
-    with pytest.raises(FtslideError, match="shrink is a simulation baseline"):
+    with pytest.raises(FtslideError, match="shrink puts several ranks on one node"):
         stencil.run(mpi_prefix, GRID, SPARES, "shrink")
     with pytest.raises(FtslideError, match="2 or 3 dimensions"):
         stencil.run(mpi_prefix, "torus:4x4x2x2", SPARES, "hybrid")
@@ -143,7 +144,7 @@ def test_bad_layouts_are_refused_before_launch(mpi_prefix):
 
 def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
     """8 processes for a 12-node grid: every process exits 2 with the runtime's one-line reason."""
-    from ftslide.build import mpi
+    from ftslide.toolchain import mpi
 
     result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
     assert result.returncode == 2, result.stderr
@@ -169,7 +170,8 @@ def test_random_kill_schedules(mpi_prefix, jacobi, reference, seed):
         if run.returncode == 0:
             assert run.checksum == reference, f"{what}\n{run.stdout}"
         else:
-            assert run.errors and all("out of spares" in e for e in run.errors), f"{what}\n{run.stderr[-3000:]}"
+            assert run.errors and all(e.status is stencil.Status.ERR_NO_SPARE for e in run.errors), \
+                f"{what}\n{run.stderr[-3000:]}"
 
 
 def test_kill_while_others_take_a_checkpoint(mpi_prefix, jacobi):

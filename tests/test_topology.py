@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.build.native import native_program
+from ftslide.toolchain.native import native_program
 from ftslide.simulation.network import NetParams
 from ftslide.simulation.platform import platform_xml
 from ftslide.sliding.topology import Topology, TopologyError, parse_topology

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide.build import mpi  # noqa: E402
+from ftslide.toolchain import mpi  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
 SOURCE = Path(__file__).with_name("ft_primitives.c")

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the no
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from harness import nodeloss  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.build.mpi import compile_program  # noqa: E402
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.mpi import compile_program  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -39,7 +39,8 @@ def model_times() -> None:
     topo = parse_topology(preset.topology)
     pl = make_placement(topo, preset.grid, preset.spares)
     failed = sorted(pl.layout.initial_map())[::197][:8]
-    hosts = pl.hosts(sc.compute_map(pl.layout, "simple", failed))
+    simple = sc.Method.SIMPLE.label
+    hosts = pl.hosts(sc.compute_map(pl.layout, simple, failed))
     sizes = {"stencil": 65536, "phased": 65536, "barrier": 0, "allreduce": 8}
     rows = []
     for pattern in sizes:
@@ -50,7 +51,7 @@ def model_times() -> None:
             cost.append(time.perf_counter() - t0)
         rows.append([pattern, c.messages, c.load_max, c.hops_max, f"{cost[0]:.3f}",
                      f"{cost[1]:.3f}", f"{cost[0] / 2.0:.2f}"])
-    print("analytic model, k preset (torus:12x12x12, x:1, 1584 ranks, simple after 8 failures):")
+    print(f"analytic model, k preset (torus:12x12x12, x:1, 1584 ranks, {simple} after 8 failures):")
     print_table(["pattern", "messages", "load max", "hops max", "first s", "second s",
                  "first / 2 s target"], rows)
 
@@ -58,7 +59,7 @@ def model_times() -> None:
 def sweep(jobs: int) -> None:
     preset = PRESETS["k"]
     cfg = SweepConfig(topology=preset.topology, grid=preset.grid, spares=preset.spares,
-                      methods=("simple", "slide1d", "slide2d", "hybrid", "routed"),
+                      methods=tuple(m.label for m in sc.methods() if m.one_rank_per_node),
                       failures=tuple(range(9)), patterns=("stencil7", "barrier", "allreduce"),
                       trials=5, seed=1, net=preset.net, jobs=jobs)
     with tempfile.TemporaryDirectory(prefix="ftsim-bench-") as cache:

@@ -35,7 +35,6 @@ from ftslide.simulation.network import PRESETS, Preset
 from ftslide.simulation.sweep import SweepConfig, draw_failures, run_sweep
 from ftslide.ui.table import print_table
 
-METHODS = ("simple", "slide1d", "hybrid", "routed")
 PATTERNS = ("stencil7", "stencil7-phased", "barrier", "allreduce")
 TORUS_TARGETS = {"stencil7": 2.5, "stencil7-phased": 1.2, "barrier": 1.1, "allreduce": 1.1}
 
@@ -52,6 +51,12 @@ def preset_of(name: str) -> Preset:
     return replace(preset, name=name, spares=spares) if spares else preset
 
 
+def methods() -> tuple[str, ...]:
+    """The methods compared: every one that keeps one rank per node but slide2d."""
+    m = sc.Method
+    return tuple(method.label for method in (m.SIMPLE, m.SLIDE1D, m.HYBRID, m.ROUTED))
+
+
 def load_distribution(preset_name: str, failures: int, seeds: int) -> None:
     """Max directed-link load per method after `failures` random failures, over `seeds` draws."""
     preset = preset_of(preset_name)
@@ -59,7 +64,7 @@ def load_distribution(preset_name: str, failures: int, seeds: int) -> None:
     layout = placement.layout
     draws = draw_failures(placement, failures, seeds, 1)
     rows = []
-    for method in METHODS:
+    for method in methods():
         loads, stuck = [], 0
         for draw in draws:
             try:
@@ -76,7 +81,8 @@ def load_distribution(preset_name: str, failures: int, seeds: int) -> None:
 
 def bench(preset_name: str, failures: int, trials: int, jobs: int) -> bool:
     preset = preset_of(preset_name)
-    cfg = SweepConfig(topology=preset.topology, grid=preset.grid, spares=preset.spares, methods=METHODS,
+    compared, routed, hybrid = methods(), sc.Method.ROUTED.label, sc.Method.HYBRID.label
+    cfg = SweepConfig(topology=preset.topology, grid=preset.grid, spares=preset.spares, methods=compared,
                       failures=(0, failures), patterns=PATTERNS, trials=trials, seed=1, net=preset.net,
                       jobs=jobs)
     t0 = time.monotonic()
@@ -88,20 +94,20 @@ def bench(preset_name: str, failures: int, trials: int, jobs: int) -> bool:
     target = targets(preset_name)
     table, met = [], True
     for pattern in PATTERNS:
-        sd = {m: cell[(m, pattern)]["slowdown_median"] for m in METHODS}
+        sd = {m: cell[(m, pattern)]["slowdown_median"] for m in compared}
         fat_tree = preset_name.startswith("tsubame")
-        judged = METHODS if fat_tree else ("routed",)
+        judged = compared if fat_tree else (routed,)
         ok = all(sd[m] is not None and sd[m] <= target[pattern] for m in judged)
         met &= ok
-        ratio = sd["routed"] / sd["hybrid"] if sd["routed"] and sd["hybrid"] else None
-        table.append([pattern, *(f"{sd[m]:.2f}" if sd[m] is not None else "-" for m in METHODS),
+        ratio = sd[routed] / sd[hybrid] if sd[routed] and sd[hybrid] else None
+        table.append([pattern, *(f"{sd[m]:.2f}" if sd[m] is not None else "-" for m in compared),
                       f"{ratio:.2f}" if ratio else "-", f"<= {target[pattern]}",
                       ("yes" if ok else "NO") + (" (all)" if fat_tree else "")])
-    loads = [cell[(m, "stencil7")]["load_max_median"] for m in METHODS]
+    loads = [cell[(m, "stencil7")]["load_max_median"] for m in compared]
     table.append(["max link load", *("-" if v is None else f"{v:g}" for v in loads), "", "", ""])
     print(f"\n{preset_name}: {preset.description}, spares {preset.spares}; {failures} random failures, median of {trials} draws, "
           f"{summary['simulations']} simulations in {elapsed:.0f} s")
-    print_table(["pattern", *METHODS, "routed/hybrid", "target", "meets"], table)
+    print_table(["pattern", *compared, f"{routed}/{hybrid}", "target", "meets"], table)
     return met
 
 

@@ -25,10 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ftslide.build.mpi import compile_program  # noqa: E402
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.mpi import compile_program  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
-from ftslide.simulation import smpi, validate  # noqa: E402
+from ftslide import validate  # noqa: E402
+from ftslide.simulation import smpi  # noqa: E402
+from ftslide.sliding import core as sc  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
@@ -79,7 +81,7 @@ def main() -> int:
     args = ap.parse_args()
     halos = [int(h) for h in args.halos.split(",")]
     name = f"cb{uuid.uuid4().hex[:6]}"
-    cfg = validate.ValidateConfig(topology="torus:3x3x3", spares="x:1", methods=("simple",), failures=0,
+    cfg = validate.ValidateConfig(topology="torus:3x3x3", spares="x:1", methods=(sc.Method.SIMPLE.label,), failures=0,
                                   rate=args.rate, name=name)
     p = validate.plan(cfg)
     prefix = require_prefix()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import uuid
@@ -33,11 +32,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the node-loss harness
 
-from ftslide.build.ompi import require_prefix  # noqa: E402
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide.simulation import smpi  # noqa: E402
-from ftslide.simulation import validate  # noqa: E402
+from ftslide import validate  # noqa: E402
 from ftslide.simulation.placement import make_placement  # noqa: E402
 from ftslide.simulation.platform import hostfile, platform_xml  # noqa: E402
 from ftslide.simulation.sweep import draw_failures  # noqa: E402
@@ -46,7 +45,6 @@ from ftslide.sliding import runtime  # noqa: E402
 from ftslide.sliding.topology import parse_topology  # noqa: E402
 from harness import nodeloss  # noqa: E402
 
-ITER = re.compile(r"^jacobi3d: iteration (\d+) done at ([0-9.]+)$", re.M)
 
 
 def periods(lines: list[tuple[int, float]]) -> list[float]:
@@ -58,7 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", default="torus:3x3x3")
     ap.add_argument("--spares", default="x:1")
-    ap.add_argument("--method", default="hybrid")
+    ap.add_argument("--method", help="substitution method (default hybrid)")
     ap.add_argument("--rate", default="1mbit")
     ap.add_argument("--n", type=int, default=64, help="points per rank and dimension (halo n*n doubles)")
     ap.add_argument("--iterations", type=int, default=8)
@@ -66,6 +64,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
     args = ap.parse_args()
+    args.method = args.method or sc.Method.HYBRID.label
     topo = parse_topology(args.topology)
     placement = make_placement(topo, None, args.spares)
     layout = placement.layout
@@ -90,7 +89,7 @@ def main() -> int:
         result = nodeloss.run(
             name, binary, layout.nodes,
             [str(layout.grid), str(layout.spares), args.method, str(args.n), str(args.iterations), str(every)],
-            [victim], trigger=f"jacobi3d: iteration {args.kill_after} done",
+            [victim], trigger=f"jacobi3d: iteration number={args.kill_after} ",
             mpirun_options=("-x", "JACOBI3D_TIMES=1", "--mca", "mpi_yield_when_idle", "1",
                             *validate.eager_options(halo)),
             timeout=args.timeout)
@@ -98,9 +97,14 @@ def main() -> int:
         netcluster.teardown(cluster)
     out = result.stdout
     parsed = runtime.parse(result.returncode if result.returncode is not None else -9, out, result.stderr)
-    cut = out.find("jacobi3d: recovered")
-    before = [(int(i), float(t)) for i, t in ITER.findall(out[:cut if cut >= 0 else len(out)])]
-    after = [(int(i), float(t)) for i, t in ITER.findall(out[cut:])] if cut >= 0 else []
+    before: list[tuple[int, float]] = []
+    after: list[tuple[int, float]] = []
+    times = before
+    for event, f in runtime.events(out):  # iteration times, before and after the first recovery
+        if event == "recovered":
+            times = after
+        elif event == "iteration":
+            times.append((int(f["number"]), float(f["time"])))
     print(f"{topo} spares {layout.spares}, {args.method}, jacobi3d n={args.n} (halo {halo} B), links {args.rate}; "
           f"killed node {victim} after iteration {args.kill_after}; load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"job exit {result.returncode}, checksum {parsed.checksum}, recoveries "

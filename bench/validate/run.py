@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from ftslide.errors import FtslideError
-from ftslide.simulation import validate
+from ftslide import validate
+from ftslide.sliding import core as sc
 from ftslide.ui.table import print_table
 
 CASES = {
@@ -35,14 +36,13 @@ CASES = {
     "phased": dict(topology="torus:3x3x3", grid=None, pattern="stencil7-phased"),
     "fattree": dict(topology="fattree:4", grid="torus:4x2x2", pattern="stencil7"),
 }
-METHODS = ("simple", "slide1d", "hybrid", "routed")
 TARGET = 15.0
 
 
 def one(case: str, repeats: int, rate: str, halo: int, seed: int) -> dict[str, object]:
     spec = CASES[case]
     cfg = validate.ValidateConfig(topology=str(spec["topology"]), grid=spec["grid"], spares="x:1",  # type: ignore[arg-type]
-                                  methods=METHODS, failures=2, seed=seed, rate=rate, halo=halo,
+                                  methods=validate.default_methods(), failures=2, seed=seed, rate=rate, halo=halo,
                                   pattern=str(spec["pattern"]), iterations=3, repeats=repeats,
                                   name=f"vb{os.getpid() % 100000}")
     load0 = os.getloadavg()[0]
@@ -70,9 +70,11 @@ def one(case: str, repeats: int, rate: str, halo: int, seed: int) -> dict[str, o
         worst = max(measured.values())
         print(f"trend: largest measured slowdown {worst:.3f}, / 1.10 target = {worst / 1.10:.2f} (<= 1)")
     else:
-        best = min(v for k, v in measured.items() if k != "simple")
-        print(f"trend: simple / best sliding method (measured) = {measured['simple'] / best:.2f} "
-              f"(SimGrid {min(m['predicted_slowdown'] for m in doc['methods'] if m['method'] == 'simple') / min(m['predicted_slowdown'] for m in doc['methods'] if m['method'] != 'simple'):.2f})")  # type: ignore
+        simple = sc.Method.SIMPLE.label
+        best = min(v for k, v in measured.items() if k != simple)
+        predicted = {m["method"]: m["predicted_slowdown"] for m in doc["methods"]}  # type: ignore
+        print(f"trend: {simple} / best sliding method (measured) = {measured[simple] / best:.2f} "
+              f"(SimGrid {predicted[simple] / min(v for k, v in predicted.items() if k != simple):.2f})")
     return doc
 
 

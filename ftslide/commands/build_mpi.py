@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import FtslideError
-from ..build.ompi import build
+from ..toolchain.ompi import build
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "build-mpi"
 HELP = "build Open MPI 5.0.x with ULFM and our overlays into a cached prefix (or reuse it) and print the prefix"

@@ -9,6 +9,8 @@ from ..errors import FtslideError
 from ..sliding.topology import GRAMMAR
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "cluster"
 HELP = ("create and remove an emulated cluster of network namespaces on this machine "
         "(addresses in 198.18.0.0/15), kill all processes of nodes, show clusters")
@@ -36,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "dimension fastest)")
     up.add_argument("--route-order", default="", metavar="ORDER",
                     help="dimension order of torus/mesh routing, a permutation such as xyz (the default) or zyx")
-    up.add_argument("--rate", metavar="RATE", help="rate limit of every link in each direction, a tc rate "
+    up.add_argument("--rate", metavar="RATE", help="rate limit of every link in each direction, a rate "
                     "such as 1gbit or 100mbit (HTB, small packets first); default none")
-    up.add_argument("--delay", metavar="DELAY", help="delay of every link in each direction, a tc time such "
+    up.add_argument("--delay", metavar="DELAY", help="delay of every link in each direction, a duration such "
                     "as 1ms or 200us (netem); default none")
     up.add_argument("--slots", type=int, default=2, metavar="S", help="slots per node in the hostfile (default 2)")
     down = sub.add_parser("down", help="remove every namespace, link and file of a cluster, also after a crash")

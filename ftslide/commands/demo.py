@@ -7,15 +7,18 @@ import time
 
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
-from ..build.ompi import require_prefix
-from ..sliding.core import SlideError, compute_map, make_layout, measure
+from ..toolchain.ompi import require_prefix
+from ..sliding import core, mapview
+from ..sliding.core import make_layout
 from ..ui.table import print_table
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "demo"
 HELP = ("run the resilient 3D Jacobi stencil: nodes are SIGKILLed at chosen iterations, spares take "
         "their place along the slide, and the result must equal a failure-free run bit for bit")
 
-DEFAULT_KILLS = ("1@iter=12", "6@iter=23")
+DEFAULT_KILLS = ("1@12", "6@23")  # node@iteration
 
 
 def _kill(text: str) -> tuple[int, str]:
@@ -28,12 +31,12 @@ def _kill(text: str) -> tuple[int, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", default="torus:3x2x2", help="node grid with spares (default torus:3x2x2)")
     parser.add_argument("--spares", default="x:1", help="spare layout (default x:1: one spare plane along x)")
-    parser.add_argument("--method", default="hybrid", help=f"one of {', '.join(stencil.RUNTIME_METHODS)} "
-                        "(default hybrid)")
+    parser.add_argument("--method", help="a substitution method that keeps one rank per node, i.e. any but "
+                        "shrink (docs/sliding-methods.md; default hybrid)")
     parser.add_argument("--kill", type=_kill, action="append", metavar="NODE@ITER",
                         help="SIGKILL node NODE at the start of iteration ITER, or at a named point "
-                        f"(NODE@POINT, POINT one of {', '.join(stencil.RUNTIME_POINTS)}); repeatable; "
-                        f"default {' '.join(DEFAULT_KILLS)}")
+                        "(NODE@POINT, POINT one of the runtime's kill points: checkpoint, waiting, the steps "
+                        f"of a recovery, promoted; docs/sliding-runtime.md); repeatable; default {' '.join(DEFAULT_KILLS)}")
     parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
     parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")
     parser.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints (default 5)")
@@ -43,24 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
     """Hops and link loads of each method's map after the failures of the run."""
     layout = make_layout(grid, spares)
-    rows, notes = [], []
-    for method in stencil.RUNTIME_METHODS:
-        try:
-            m = measure(layout, compute_map(layout, method, failed))
-            rows.append([method, m.ranks_moved, m.hops_max, f"{m.hops_mean:.2f}", m.link_load_max,
-                         m.links_overloaded])
-        except SlideError as exc:
-            rows.append([method, "-", "-", "-", "-", "-"])
-            notes.append(f"  {exc}")
+    results = [mapview.run_method(layout, method, failed) for method in stencil.runtime_methods()]
     print(f"\nsubstitution after failed nodes {','.join(map(str, failed)) or 'none'} on {grid}, spares {spares} "
           "(7-point stencil, dimension-order routing):")
-    print_table(["method", "ranks moved", "max hops", "mean hops", "max link load", "links with load > 1"], rows)
-    for note in notes:
-        print(note)
+    print_table(mapview.BRIEF_HEADERS, mapview.brief_rows(results))
+    for r in results:
+        if r.error is not None:
+            print(f"  {r.error}")
 
 
 def run(args: argparse.Namespace) -> int:
     kills = args.kill or [stencil.parse_kill(k) for k in DEFAULT_KILLS]
+    args.method = args.method or core.Method.HYBRID.label
     for name in ("n", "iterations", "checkpoint_every"):
         if getattr(args, name) < 1:
             raise FtslideError(f"--{name.replace('_', '-')} must be at least 1")
@@ -75,22 +72,22 @@ def run(args: argparse.Namespace) -> int:
     reference = stencil.run(prefix, args.grid, args.spares, args.method, **common)
     if reference.checksum is None:
         raise FtslideError(f"the failure-free run failed (exit {reference.returncode}): "
-                           f"{'; '.join(reference.errors) or 'no checksum printed'}")
+                           f"{'; '.join(map(str, reference.errors)) or 'no checksum printed'}")
     print(f"failure-free run: checksum {reference.checksum}", flush=True)
     started = time.monotonic()
     faulty = stencil.run(prefix, args.grid, args.spares, args.method, kills, **common)
     elapsed = time.monotonic() - started
     print(f"run with SIGKILL at {spec}: {len(faulty.recoveries)} recoveries, {elapsed:.1f} s")
     if faulty.recoveries:
-        print_table(["#", "resume at", "failed nodes", "attempts", "agree ms", "map ms", "rebuild ms",
-                     "state ms", "commit ms", "total ms"],
+        phases = list(faulty.recoveries[0].times)  # as the program reports them: agree ... total
+        print_table(["#", "resume at", "failed nodes", "attempts", *(f"{p} ms" for p in phases)],
                     [[i + 1, r.resume_iteration, ",".join(map(str, r.failed)), r.attempts,
-                      *(f"{r.times[k]:.2f}" for k in ("agree", "map", "rebuild", "state", "commit", "total"))]
+                      *(f"{r.times[p]:.2f}" for p in phases)]
                      for i, r in enumerate(faulty.recoveries)])
     missing = [f"{node}@{point}" for node, point in kills if faulty.killed.get(node) != point]
     if faulty.checksum is None:
         raise FtslideError(f"the run with failures did not finish (exit {faulty.returncode}): "
-                           f"{'; '.join(faulty.errors) or 'no checksum printed'}")
+                           f"{'; '.join(map(str, faulty.errors)) or 'no checksum printed'}")
     failed = faulty.recoveries[-1].failed if faulty.recoveries else []
     substitution_report(args.grid, args.spares, failed)
     same = faulty.checksum == reference.checksum

@@ -9,8 +9,10 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import FtslideError
-from ..build.ompi import ft_support, require_prefix
+from ..toolchain.ompi import ft_support, require_prefix
 from ..ui.table import print_table
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "doctor"
 HELP = "check the compiler, the Open MPI build (FT MPI support), SimGrid and Python packages; exit 0 only if all is there"

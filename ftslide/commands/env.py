@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 from ..sliding.runtime import HEADER_DIR, build_library, link_flags
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "env"
 HELP = ("print the shell lines that put the build's mpicc/mpirun on PATH and set SLIDING_CFLAGS/SLIDING_LIBS "

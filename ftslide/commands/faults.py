@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
 from ..sliding import faults
@@ -17,6 +17,8 @@ from ..sliding import runtime as stencil
 from ..ui.output import write_text
 from ..ui.progress import Bar
 from ..ui.table import print_table
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "faults"
 HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil with SIGKILLs at every phase "
@@ -26,16 +28,17 @@ HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil wit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = faults.Campaign()
+    defaults = faults.Campaign  # the class: its plain defaults, without reading the core's names
     parser.add_argument("--runs", type=int, default=defaults.runs, help=f"runs (default {defaults.runs})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--grid", default=defaults.grid, help=f"node grid with spares (default {defaults.grid})")
     parser.add_argument("--spares", default=defaults.spares, help=f"spare layout (default {defaults.spares})")
-    parser.add_argument("--method", default=",".join(defaults.methods),
-                        help=f"comma-separated methods drawn per run, of {', '.join(stencil.RUNTIME_METHODS)} "
-                        f"(default {','.join(defaults.methods)})")
+    parser.add_argument("--method", help="comma-separated methods drawn per run, any but shrink "
+                        "(default hybrid,routed,slide1d,simple)")
     parser.add_argument("--phases", default="all",
-                        help=f"comma-separated phases run in turn: {', '.join(faults.PHASES)} (default all)")
+                        help="comma-separated phases run in turn: iteration, simultaneous, each kill point "
+                        "of the runtime (checkpoint, waiting, the steps of a recovery, promoted), exhaust "
+                        "(default all; docs/testing.md)")
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
@@ -50,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
-    methods = tuple(m.strip() for m in args.method.split(",") if m.strip())
-    phases = faults.PHASES if args.phases.strip() == "all" else \
+    methods = tuple(m.strip() for m in args.method.split(",") if m.strip()) if args.method is not None else \
+        faults.default_methods()
+    phases = faults.phases() if args.phases.strip() == "all" else \
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
                            seed=args.seed, iterations=args.iterations, timeout=args.timeout,

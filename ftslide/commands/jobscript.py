@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 from ..jobmgr import jobscript
+from . import Parser
 from ..errors import FtslideError
-from ..build.ompi import require_prefix
+from ..toolchain.ompi import require_prefix
+
+__all__ = ["NAME", "HELP", "PASSTHROUGH", "add_arguments", "run"]
 
 NAME = "jobscript"
 HELP = ("write a Slurm, PBS Pro, Torque or Flux job script that runs 'mpirun --with-ft ulfm' from the "
@@ -52,9 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(rest: list[str]) -> argparse.Namespace:
     """Options before '--', the job's command after it."""
-    from ..cli import _Parser
-
-    parser = _Parser(prog=f"ftslide {NAME}", description=HELP, usage=USAGE)
+    parser = Parser(prog=f"ftslide {NAME}", description=HELP, usage=USAGE)
     _add_options(parser)
     if "--" in rest:
         cut = rest.index("--")

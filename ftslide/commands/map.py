@@ -1,28 +1,24 @@
 """ftslide map: the rank-to-node map of substitution methods after failures, its metrics and a plot.
 
-Every map and every metric comes from the C sliding core through
-``ftslide.sliding.core``; this module parses the command line, lays out the
-results (table, JSON, matplotlib figure) and writes the plot atomically.
+This module reads the command line and checks it; every map and metric comes from the C core
+(``ftslide.sliding.core``) and every view of them from ``ftslide.sliding.mapview``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..errors import FtslideError
-from ..sliding.core import (EGRID_DIMS, EGRID_SIZE, EGRID_SYNTAX, ELINE, ENOSPARE,
-                            ENOSURVIVOR, EPLANE, METHODS, Choice, Layout, Metrics, SlideError,
-                            compute_map, explain, measure, parse_grid, strerror)
+from ..sliding import core, mapview
+from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
-from ..simulation.placement import make_placement
-from ..ui.output import save_figure
 from ..ui.table import print_table
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "map"
 HELP = ("show where ranks run after node failures for one or several substitution methods: "
@@ -48,9 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
                         "none (default x:1)")
-    parser.add_argument("--method", default="hybrid", metavar="M[,M...]",
-                        help=f"one method or a comma list of {', '.join(METHODS)}; 'all' for all of them "
-                        "(default hybrid)")
+    parser.add_argument("--method", metavar="M[,M...]",
+                        help="one substitution method or a comma list of them (docs/sliding-methods.md); "
+                        "'all' for all of them (default hybrid)")
     parser.add_argument("--fail", default="", metavar="LIST",
                         help="ordered failed nodes: ids (40), ranges (40-43) or coordinates (1.0.4), "
                         "comma-separated; none: the failure-free map")
@@ -70,20 +66,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "else 0)")
 
 
-def parse_methods(text: str) -> list[str]:
+def parse_methods(text: str) -> list[core.CEnum]:
     """'all' or a comma list of method names, each once, in the order given."""
     if text.strip() == "all":
-        return list(METHODS)
-    names = [part.strip() for part in text.split(",")]
-    seen: list[str] = []
-    for name in names:
-        if name not in METHODS:
-            shown = name or "(empty)"
-            raise FtslideError(f"unknown method '{shown}' in --method: choose {', '.join(METHODS)} "
-                               "or all")
-        if name in seen:
+        return list(core.methods())
+    seen: list[core.CEnum] = []
+    for name in (part.strip() for part in text.split(",")):
+        try:
+            method = core.parse_method(name)
+        except SlideError:
+            raise FtslideError(f"unknown method '{name or '(empty)'}' in --method: choose "
+                               f"{', '.join(m.label for m in core.methods())} or all") from None
+        if method in seen:
             raise FtslideError(f"method '{name}' is listed twice in --method")
-        seen.append(name)
+        seen.append(method)
     return seen
 
 
@@ -95,16 +91,13 @@ def layout_from_args(grid: str | None, topology: str | None, spares: str,
         if grid is None:
             raise FtslideError("give the node grid with --grid (e.g. --grid 6x6x6) or the "
                                "network with --topology (e.g. --topology torus:6x6x6)")
+        spec = grid_string(grid, topology.strip() if topology else None)
         try:
-            spec = grid_string(grid, topology.strip() if topology else None)
             parse_grid(spec)
         except SlideError as exc:
-            if exc.code in (EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE):
-                raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
-            raise
-        net = parse_topology(spec, order)
-        return make_placement(net, spec, spares, expect).layout
-    return make_placement(parse_topology(topology, order), grid, spares, expect).layout
+            raise FtslideError(f"bad --grid '{grid}': {strerror(exc.code)}") from None
+        return make_layout(spec, spares, parse_topology(spec, order), expect)
+    return make_layout(grid, spares, parse_topology(topology, order), expect)
 
 
 def grid_string(grid: str, topology: str | None) -> str:
@@ -173,254 +166,6 @@ def check_plot_path(path: Path) -> Path:
     return path
 
 
-# ---- computing -------------------------------------------------------------------
-
-
-CAPACITY_ERRORS = {ENOSPARE: "ENOSPARE", ELINE: "ELINE", EPLANE: "EPLANE", ENOSURVIVOR: "ENOSURVIVOR"}
-
-
-@dataclass(frozen=True)
-class MethodResult:
-    """One method's map after the failures it could place."""
-
-    method: str
-    mapping: list[int]
-    metrics: Metrics
-    placed: int                  # failures handled (all of them unless error is set)
-    error: SlideError | None     # why failure #placed+1 could not be placed
-    choices: list[Choice] | None = None  # routed: what it did per failure
-
-
-def run_method(layout: Layout, method: str, failures: Sequence[int]) -> MethodResult:
-    try:
-        mapping = compute_map(layout, method, failures)
-        placed, error = len(failures), None
-    except SlideError as exc:
-        # Only "this method cannot absorb failure #k" keeps a partial answer; the rest is bad input
-        # (ENODE/EDUP are checked before, by parse_failures, for every method alike).
-        if exc.index is None or exc.mapping is None or exc.code not in CAPACITY_ERRORS:
-            raise
-        mapping, placed, error = exc.mapping, exc.index, exc
-    choices = explain(layout, failures[:placed])[1] if method == "routed" else None
-    return MethodResult(method, mapping, measure(layout, mapping), placed, error, choices)
-
-
-DIM_NAMES = "xyz"
-
-
-def describe_choice(layout: Layout, choice: Choice) -> str:
-    """One routed decision in words: 'block x+ y 10..11 z all', 'cross x- via y+1', ..."""
-    if choice.kind == "none":
-        return "none: the node held no rank"
-    if choice.kind == "hybrid":
-        return "hybrid's map"
-    if choice.kind == "direct":
-        return "direct to the nearest free node"
-    along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
-    if choice.kind == "cross":
-        (dim, steps), _ = choice.lines
-        return f"cross {DIM_NAMES[dim]}{steps:+d}, then {along}"
-    others = [d for d in range(3) if d != choice.dim]
-    parts = []
-    for d, (lo, width) in zip(others, choice.lines):
-        n = layout.grid.sizes[d] if d < len(layout.grid.sizes) else 1
-        if n == 1:
-            continue
-        hi = (lo + width - 1) % n
-        parts.append(f"{DIM_NAMES[d]} " + ("all" if width == n else str(lo) if width == 1
-                                            else f"{lo}..{hi}"))
-    return f"block {along} " + " ".join(parts)
-
-
-CHOICE_HEADERS = ("#", "failed node", "routed chose", "max load", "links >1", "spares", "moved",
-                  "compared", "hybrid's load", "direct's load")
-
-
-def choice_rows(layout: Layout, failures: Sequence[int], choices: Sequence[Choice]) -> list[list[object]]:
-    rows: list[list[object]] = []
-    for k, (node, c) in enumerate(zip(failures, choices), 1):
-        rows.append([k, f"{node} ({describe_node(layout, node)})", describe_choice(layout, c),
-                     c.load_max, c.overloaded, c.spares, c.moved, c.candidates,
-                     "-" if c.hybrid_load_max is None else c.hybrid_load_max,
-                     "-" if c.direct_load_max is None else c.direct_load_max])
-    return rows
-
-
-# ---- text and JSON ---------------------------------------------------------------
-
-
-def hist_short(hist: Sequence[int]) -> str:
-    """'1:12 2:5' for the non-empty buckets of a hop histogram (last bucket '15+')."""
-    last = len(hist) - 1
-    parts = [f"{h if h < last else f'{last}+'}:{n}" for h, n in enumerate(hist) if n]
-    return " ".join(parts) or "-"
-
-
-def describe_node(layout: Layout, node: int) -> str:
-    return ".".join(map(str, layout.coords(node)))
-
-
-def header_line(layout: Layout, failures: Sequence[int]) -> str:
-    points = 5 if len(layout.grid.sizes) == 2 else 7
-    stencil = "periodic" if layout.grid.periodic else "open"
-    spare_nodes = layout.nodes - layout.ranks
-    if not failures:
-        failed = "no failure"
-    elif len(failures) <= 8:
-        failed = "failures " + ", ".join(f"{n} ({describe_node(layout, n)})" for n in failures)
-    else:
-        failed = f"{len(failures)} failures {','.join(map(str, failures))}"
-    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {layout.ranks} ranks "
-            f"on {layout.nodes} nodes, spares {layout.spares} ({spare_nodes} nodes); {failed}; "
-            f"{points}-point {stencil} stencil routed on {describe_net(layout)}")
-
-
-def describe_net(layout: Layout) -> str:
-    net = layout.net
-    return f"{net} (dimension order {net.order})" if net.order else str(net)
-
-
-TABLE_HEADERS = ("method", "placed", "moved", "max hops", "mean hops", "hops:pairs", "max load",
-                 "links >1", "ranks/node")
-
-
-def table_row(result: MethodResult, total: int) -> list[object]:
-    m = result.metrics
-    placed = f"{result.placed}/{total}"
-    if result.error is not None:
-        placed += f" (stuck at #{result.placed + 1})"
-    return [result.method, placed, m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}",
-            hist_short(m.hops_hist), m.link_load_max, m.links_overloaded, m.ranks_per_node_max]
-
-
-def error_code_name(code: int) -> str:
-    return CAPACITY_ERRORS.get(code, str(code))
-
-
-def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
-                  with_map: bool) -> dict[str, Any]:
-    methods = []
-    for r in results:
-        m = r.metrics
-        entry: dict[str, Any] = {
-            "method": r.method,
-            "placed": r.placed,
-            "error": None,
-            "ranks_moved": m.ranks_moved,
-            "pairs": m.pairs,
-            "hops_max": m.hops_max,
-            "hops_mean": round(m.hops_mean, 6),
-            "hops_sum": m.hops_sum,
-            "hops_hist": list(m.hops_hist),
-            "link_load_max": m.link_load_max,
-            "links_used": m.links_used,
-            "links_overloaded": m.links_overloaded,
-            "ranks_per_node_max": m.ranks_per_node_max,
-        }
-        if r.error is not None:
-            entry["error"] = {"failure": r.placed + 1, "node": failures[r.placed],
-                              "code": error_code_name(r.error.code), "message": str(r.error)}
-        if r.choices is not None:
-            entry["choices"] = [{"failure": k + 1, "node": failures[k], "kind": c.kind,
-                                 "choice": describe_choice(layout, c), "load_max": c.load_max,
-                                 "links_overloaded": c.overloaded, "spares": c.spares,
-                                 "moved": c.moved, "candidates": c.candidates,
-                                 "hybrid_load_max": c.hybrid_load_max,
-                                 "direct_load_max": c.direct_load_max}
-                                for k, c in enumerate(r.choices)]
-        if with_map:
-            entry["map"] = r.mapping
-        methods.append(entry)
-    return {
-        "grid": str(layout.grid),
-        "topology": str(layout.net),
-        "route_order": layout.net.order,
-        "logical": list(layout.logical),
-        "spares": str(layout.spares),
-        "nodes": layout.nodes,
-        "ranks": layout.ranks,
-        "spare_nodes": layout.nodes - layout.ranks,
-        "failures": list(failures),
-        "stencil_points": 5 if len(layout.grid.sizes) == 2 else 7,
-        "stencil_periodic": layout.grid.periodic,
-        "methods": methods,
-    }
-
-
-def dumps(value: Any, indent: str = "") -> str:
-    """JSON with objects indented and lists of numbers kept on one line."""
-    inner = indent + "  "
-    if isinstance(value, dict) and value:
-        items = [f"{inner}{json.dumps(k)}: {dumps(v, inner)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        return "[\n" + ",\n".join(inner + dumps(v, inner) for v in value) + "\n" + indent + "]"
-    return json.dumps(value)
-
-
-def stuck_message(results: Sequence[MethodResult]) -> str:
-    stuck = [r for r in results if r.error is not None]
-    if len(stuck) == 1:
-        return f"{stuck[0].error} (shown: the map before it; --keep-going to accept it)"
-    parts = [f"{r.method} at failure #{r.placed + 1} ({error_code_name(r.error.code)})"
-             for r in stuck if r.error is not None]
-    return (f"{len(stuck)} methods could not place every failure: {', '.join(parts)}; "
-            "the table shows the map before that failure (--keep-going to accept it)")
-
-
-# ---- plot ------------------------------------------------------------------------
-
-STATE_STYLE: dict[str, tuple[str, str]] = {
-    # state: (face colour, legend label)
-    "stayed": ("#cfd8e3", "worker, rank never moved"),
-    "moved": ("#f5a623", "worker hosting a moved rank"),
-    "spare": ("#8fd18f", "unused spare"),
-    "vacated": ("#ffffff", "free (vacated) node"),
-    "dead": ("#3a3a3a", "dead node"),
-}
-
-
-def _node_states(layout: Layout, result: MethodResult, failures: Sequence[int]) -> dict[int, str]:
-    initial = layout.initial_map()
-    dead = set(failures[: result.placed])
-    hosted: dict[int, list[int]] = {}
-    for rank, node in enumerate(result.mapping):
-        hosted.setdefault(node, []).append(rank)
-    states: dict[int, str] = {}
-    for node in range(layout.nodes):
-        if node in dead:
-            states[node] = "dead"
-        elif node in hosted:
-            moved = any(initial[r] != node for r in hosted[node])
-            states[node] = "moved" if moved else "stayed"
-        else:
-            states[node] = "spare" if layout.is_spare(node) else "vacated"
-    return states
-
-
-def _wrap_delta(a: int, b: int, size: int, periodic: bool) -> int:
-    """Displacement from a to b along one dimension, the short way round on a torus."""
-    d = b - a
-    if periodic and abs(d) * 2 > size:
-        d -= size if d > 0 else -size
-    return d
-
-
-EDGE = 0.8  # arrows through the wrap-around stop this far outside the node centres of the rim
-
-
-def _edge_fraction(p: tuple[int, int], delta: tuple[int, int], sizes: tuple[int, int],
-                   leaving: bool) -> float:
-    """Fraction of delta from p (leaving) or back from p (entering) that reaches the drawn edge."""
-    fractions = []
-    for c, d, n in zip(p, delta, sizes):
-        if 0 <= c + (d if leaving else -d) < n:
-            continue  # this dimension does not go through the wrap-around
-        toward_low = (d < 0) == leaving
-        fractions.append((c + EDGE if toward_low else n - 1 + EDGE - c) / abs(d))
-    return min(fractions)
-
-
 def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> int | None:
     """The z plane to draw (None for 2D grids)."""
     sizes = layout.grid.sizes
@@ -436,133 +181,11 @@ def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> i
     return layout.coords(failures[0])[2] if failures else 0
 
 
-def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
-         z: int | None) -> None:
-    """One panel per method: the slice of the node grid, states, moves, failures."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch, Rectangle
-    from matplotlib.lines import Line2D
-
-    nx, ny = layout.grid.sizes[0], layout.grid.sizes[1]
-    periodic = layout.grid.periodic
-    # Inches per node: 0.5 for small grids, less for big ones and for many panels (<= ~20 in wide).
-    cell = min(0.5, 5.0 / max(nx, ny), (20.0 / len(results) - 1.0) / nx)
-    panel_w, panel_h = max(3.2, nx * cell + 1.0), max(3.0, ny * cell + 1.0)
-    fig = Figure(figsize=(max(7.5, panel_w * len(results)), panel_h + 1.3), dpi=100,
-                 layout="constrained")
-    axes = fig.subplots(1, len(results), squeeze=False)[0]
-    show_ranks = max(nx, ny) <= 12
-    font = max(4.5, min(8.0, 80.0 / max(nx, ny)))
-
-    def node_at(x: int, y: int) -> int:
-        return layout.node((x, y) if z is None else (x, y, z))
-
-    def in_slice(node: int) -> tuple[int, int] | None:
-        c = layout.coords(node)
-        return (c[0], c[1]) if z is None or c[2] == z else None
-
-    initial = layout.initial_map()
-    order = {node: i + 1 for i, node in enumerate(failures)}
-    for ax, result in zip(axes, results):
-        states = _node_states(layout, result, failures)
-        hosted: dict[int, list[int]] = {}
-        for rank, node in enumerate(result.mapping):
-            hosted.setdefault(node, []).append(rank)
-        squares, colors = [], []
-        for x in range(nx):
-            for y in range(ny):
-                node = node_at(x, y)
-                squares.append(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8))
-                colors.append(STATE_STYLE[states[node]][0])
-                if node not in order and not (show_ranks and node in hosted):
-                    continue
-                if node in order and order[node] <= result.placed:
-                    ax.plot([x - 0.3, x + 0.3], [y - 0.3, y + 0.3], color="#e02020", lw=1.6, zorder=3)
-                    ax.plot([x - 0.3, x + 0.3], [y + 0.3, y - 0.3], color="#e02020", lw=1.6, zorder=3)
-                    ax.text(x, y + 0.47, f"#{order[node]}", ha="center", va="bottom",
-                            fontsize=font, color="#e02020", zorder=5, fontweight="bold")
-                elif order.get(node) == result.placed + 1:  # the failure it could not place
-                    ax.add_patch(Rectangle((x - 0.4, y - 0.4), 0.8, 0.8, fill=False,
-                                           edgecolor="#e02020", linewidth=2.0, linestyle="--",
-                                           zorder=3))
-                    ax.text(x, y + 0.47, f"#{order[node]}?", ha="center", va="bottom",
-                            fontsize=font, color="#e02020", zorder=5, fontweight="bold")
-                if show_ranks and node in hosted:
-                    ranks = hosted[node]
-                    label = (",".join(map(str, ranks)) if len(ranks) <= 3
-                             else f"{ranks[0]}+{len(ranks) - 1}")
-                    ax.text(x, y + 0.36, label, ha="center", va="top", fontsize=font, zorder=2,
-                            color="#222222")
-        ax.add_collection(PatchCollection(squares, facecolors=colors, edgecolors="#555555",
-                                          linewidths=0.6 if max(nx, ny) <= 24 else 0.3, zorder=1))
-        # Arrows: each moved rank, from its initial node to its node now (both in the slice).
-        for rank, (src, dst) in enumerate(zip(initial, result.mapping)):
-            if src == dst:
-                continue
-            a, b = in_slice(src), in_slice(dst)
-            if a is None or b is None:
-                continue
-            dx = _wrap_delta(a[0], b[0], nx, periodic)
-            dy = _wrap_delta(a[1], b[1], ny, periodic)
-            Point = tuple[float, float]
-            segments: list[tuple[Point, Point]] = [(a, (a[0] + dx, a[1] + dy))]
-            if (a[0] + dx, a[1] + dy) != b:
-                # Through the wrap-around: leave the drawn grid at one edge, re-enter at the other.
-                t_out = _edge_fraction(a, (dx, dy), (nx, ny), leaving=True)
-                t_in = _edge_fraction(b, (dx, dy), (nx, ny), leaving=False)
-                segments = [(a, (a[0] + dx * t_out, a[1] + dy * t_out)),
-                            ((b[0] - dx * t_in, b[1] - dy * t_in), b)]
-            for (x0, y0), (x1, y1) in segments:
-                ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=4,
-                            arrowprops={"arrowstyle": "-|>", "color": "#1f4fd1", "lw": 1.4,
-                                        "shrinkA": 6, "shrinkB": 6, "mutation_scale": 10})
-        ax.set_xlim(-0.9, nx - 0.1)
-        ax.set_ylim(-0.9, ny - 0.1)
-        ax.set_aspect("equal")
-        step = 1 if max(nx, ny) <= 16 else (max(nx, ny) + 7) // 8
-        ax.set_xticks(range(0, nx, step))
-        ax.set_yticks(range(0, ny, step))
-        ax.tick_params(labelsize=8, length=0)
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
-        for side in ax.spines.values():
-            side.set_visible(False)
-        stuck = "" if result.error is None else f", stuck at #{result.placed + 1}"
-        ax.set_title(f"{result.method}: max link load {result.metrics.link_load_max}, "
-                     f"max hops {result.metrics.hops_max}\n{_count(result.metrics.ranks_moved, 'rank')} moved"
-                     f"{stuck}", fontsize=9)
-    failed = ",".join(map(str, failures)) if failures else "none"
-    if len(failed) > 60:
-        failed = failed[:57] + "..."
-    where = "" if z is None else f", slice z={z}"
-    methods = ", ".join(r.method for r in results)
-    fig.suptitle(f"{layout.grid}, spares {layout.spares}, {methods}: failed nodes {failed}{where}",
-                 fontsize=10)
-    handles: list[Any] = [Patch(facecolor=STATE_STYLE[s][0], edgecolor="#555555", label=STATE_STYLE[s][1])
-                          for s in STATE_STYLE]
-    handles.append(Line2D([], [], color="#e02020", marker="x", linestyle="none", markersize=7,
-                          label="failed node (#order)"))
-    handles.append(Line2D([], [], color="#1f4fd1", marker=">", lw=1.4, markersize=5,
-                          label="rank move: initial node -> node now"))
-    if any(r.error is not None for r in results):
-        handles.append(Patch(fill=False, edgecolor="#e02020", linestyle="--", linewidth=1.5,
-                             label="failure the method could not place (#k?)"))
-    ncol = 4 if fig.get_figwidth() >= 9.5 else 3
-    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=8,
-               frameon=False)
-    save_figure(fig, path)
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 # ---- command ---------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> int:
-    methods = parse_methods(args.method)
+    methods = parse_methods(args.method) if args.method is not None else [core.Method.HYBRID]
     if args.with_map and not args.json:
         raise FtslideError("--with-map only works with --json")
     layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order,
@@ -573,23 +196,23 @@ def run(args: argparse.Namespace) -> int:
         raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
     plot = check_plot_path(args.plot) if args.plot else None
 
-    results = [run_method(layout, m, failures) for m in methods]
+    results = [mapview.run_method(layout, m, failures) for m in methods]
     stuck = any(r.error is not None for r in results) and not args.keep_going
 
     if args.json:
-        print(dumps(json_document(layout, failures, results, args.with_map)), flush=True)
+        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map)), flush=True)
     else:
-        print(header_line(layout, failures))
-        print_table(TABLE_HEADERS, [table_row(r, len(failures)) for r in results])
+        print(mapview.header_line(layout, failures))
+        print_table(mapview.TABLE_HEADERS, [mapview.table_row(r, len(failures)) for r in results])
         for r in results:
             if r.choices:
-                print("\nrouted, failure by failure (the loads it compared: hybrid's map and the "
+                print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "
                       "direct replacement from the same map):")
-                print_table(CHOICE_HEADERS, choice_rows(layout, failures, r.choices))
+                print_table(mapview.CHOICE_HEADERS, mapview.choice_rows(layout, failures, r.choices))
     if stuck:
-        raise FtslideError(stuck_message(results))
+        raise FtslideError(mapview.stuck_message(results))
     if plot is not None:
-        draw(plot, layout, failures, results, z)
+        mapview.draw(plot, layout, failures, results, z)
         if not args.json:
             print(f"plot: {plot}")
     return 0

@@ -6,6 +6,8 @@ import argparse
 
 from ..jobmgr.notify import notify
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "notify"
 HELP = ("tell a running ULFM job that the job manager declared a node or a rank dead (a PMIx tool "
         "connected to the job's mpirun): the survivors see MPIX_ERR_PROC_FAILED without any timeout")

@@ -12,6 +12,8 @@ from ..simulation import protocols as ps
 from ..errors import FtslideError
 from ..ui.table import print_table
 
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
+
 NAME = "protocols"
 HELP = "check the revoke/agreement cores (protocheck) or simulate them at scale with SimGrid"
 
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..build.native import native_program
+    from ..toolchain.native import native_program
 
     prog = native_program("protocheck")
     opts: list[str] = []

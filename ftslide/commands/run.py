@@ -7,8 +7,10 @@ import os
 
 from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
-from ..build.mpi import check_program, launch_environment, mpirun_argv, split_program
-from ..build.ompi import require_prefix
+from ..toolchain.mpi import check_program, launch_environment, mpirun_argv, split_program
+from ..toolchain.ompi import require_prefix
+
+__all__ = ["NAME", "HELP", "PASSTHROUGH", "add_arguments", "run"]
 
 NAME = "run"
 HELP = ("run 'mpirun --with-ft ulfm [mpirun options] PROGRAM [ARGS]' with the project's Open MPI; "

@@ -8,8 +8,9 @@ from pathlib import Path
 from types import FrameType
 
 from ..errors import FtslideError
-from ..simulation.network import PRESETS, NetParams, parse_rate, parse_size, parse_time
+from ..simulation.network import PRESETS, NetParams
 from ..simulation.platform import platform_xml
+from ..sliding import core as sc
 from ..sliding.topology import GRAMMAR
 from ..simulation.sweep import (
     SweepConfig,
@@ -19,6 +20,9 @@ from ..simulation.sweep import (
     write_outputs,
 )
 from ..ui.table import print_table
+from ..units import parse_rate, parse_size, parse_speed, parse_time
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "simulate"
 HELP = ("simulate on SimGrid how much slower stencil, barrier and allreduce communication gets "
@@ -37,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
     parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
-    parser.add_argument("--methods", default="simple,slide1d,slide2d,hybrid,routed",
-                        help="comma-separated substitution methods (default %(default)s)")
+    parser.add_argument("--methods", help="comma-separated substitution methods (default: every method "
+                        "that keeps one rank per node, all but shrink)")
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
                         help="routed's spare budget: keep a free spare node for each of the N "
                         "failures expected (default 0: no reservation)")
@@ -74,14 +78,15 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         raise FtslideError("no topology: give --topology (e.g. torus:12x12x12) or --preset k")
     base = preset.net if preset else NetParams()
     net = NetParams(
-        bw=parse_rate(args.bw, "bandwidth", "Bps") if args.bw else base.bw,
+        bw=parse_rate(args.bw, "bandwidth") if args.bw else base.bw,
         lat=parse_time(args.lat, "latency") if args.lat else base.lat,
-        speed=parse_rate(args.speed, "host speed", "f") if args.speed else base.speed)
+        speed=parse_speed(args.speed, "host speed") if args.speed else base.speed)
     grid = args.grid or (preset.grid if preset and not args.topology else None)
     return SweepConfig(
         topology=topology, grid=grid,
         spares=args.spares or (preset.spares if preset else "x:1"),
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()) if args.methods is not None else
+        tuple(m.label for m in sc.methods() if m.one_rank_per_node),
         failures=parse_failures(args.failures),
         patterns=tuple(p.strip() for p in args.patterns.split(",") if p.strip()),
         trials=args.trials, seed=args.seed, net=net,

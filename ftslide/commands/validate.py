@@ -10,11 +10,13 @@ from pathlib import Path
 from types import FrameType
 
 from ..errors import FtslideError
-from ..simulation import validate
-from ..simulation.network import parse_size
+from .. import validate
+from ..units import parse_size
 from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
+
+__all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "validate"
 HELP = ("run the stencil kernel as real Open MPI processes on an emulated cluster, failure-free and "
@@ -29,15 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", help="the stencil's node grid (default: the topology when it is a 2D/3D "
                         "torus or mesh; needed on a fat-tree, e.g. torus:4x2x2)")
     parser.add_argument("--spares", default="x:1", help="spare layout (default %(default)s)")
-    parser.add_argument("--methods", default="simple,slide1d,hybrid,routed",
-                        help="comma-separated substitution methods, not shrink (default %(default)s)")
+    parser.add_argument("--methods", help="comma-separated substitution methods, not shrink "
+                        "(default simple,slide1d,hybrid,routed)")
     parser.add_argument("--failures", type=int, default=2, help="failed nodes (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of the failed nodes' draw, the draw of 'ftslide simulate' trial 0 "
                         "(default %(default)s)")
     parser.add_argument("--rate", default="1mbit",
-                        help="rate of every link in each direction, a tc rate (default %(default)s)")
-    parser.add_argument("--delay", help="delay of every link, a tc time such as 1ms (needs netem)")
+                        help="rate of every link in each direction, such as 1mbit or 20mbit (default %(default)s)")
+    parser.add_argument("--delay", help="delay of every link, a duration such as 1ms (needs netem)")
     parser.add_argument("--halo", default="64K", help="halo message size (default %(default)s)")
     parser.add_argument("--pattern", default="stencil7",
                         help="stencil7: every halo at once, or stencil7-phased: x, then y, then z "
@@ -66,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     cfg = validate.ValidateConfig(
         topology=args.topology, grid=args.grid, spares=args.spares,
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()) if args.methods is not None else
+        validate.default_methods(),
         failures=args.failures, seed=args.seed, rate=args.rate, delay=args.delay,
         halo=parse_size(args.halo, "--halo"), pattern=args.pattern, iterations=args.iterations,
         repeats=args.repeats, route_order=args.route_order, name=args.name or f"v{os.getpid()}",

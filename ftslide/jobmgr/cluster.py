@@ -30,6 +30,12 @@ MPI runs: PRRTE's ssh launcher starts its daemons through a generated launch
 agent (``<agent> <host> <command>``) that runs the command inside the namespace
 that owns the host address, with the node's own host name (a private UTS
 namespace); ``mpirun`` itself runs in node 0. See ``docs/netcluster.md``.
+
+Errors and cost: every function raises FtslideError (one line) for bad input or a failed system
+call, and nothing else. Pure ones (names, addresses, ``neighbour_pairs``, ``next_hops``,
+``shaping_commands``, the argv builders) cost O(nodes) or less; those that run ``ip``/``tc``
+(``up``, ``teardown``, ``down``, ``kill_*``) cost about one process per namespace and link, seconds
+for tens of nodes, and need root.
 """
 
 from __future__ import annotations
@@ -48,21 +54,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..build.mpi import MULTINODE_ULFM_OPTIONS
-from ..build.native import REPO
-from ..build.ompi import cache_root
+from ..toolchain.mpi import MULTINODE_ULFM_OPTIONS
+from ..toolchain.native import REPO
+from ..toolchain.ompi import cache_root
 from ..errors import FtslideError
+from ..units import parse_rate, parse_time
 from ..ui.output import write_text
 from ..sliding.topology import Topology, TopologyError, parse_topology
+
+__all__ = ["SUBNET", "DEFAULT_NAME", "AGENT_TEMPLATE", "Cluster", "cluster_dir", "state_path", "address",
+           "check_name", "cluster_topology", "neighbour_pairs", "next_hops", "shaping_commands",
+           "existing_namespaces", "save", "load", "clusters", "up", "teardown", "remove_session_dirs", "down",
+           "namespace_pids", "kill_namespace", "kill_namespaces", "kill_nodes", "mpirun_options",
+           "launch_environment", "job_argv", "launch_argv"]
 
 SUBNET = ipaddress.IPv4Network("198.18.0.0/15")
 MAX_NODES = 1000        # namespaces of one cluster, switches included
 DEFAULT_NAME = "ftc"
 AGENT_TEMPLATE = REPO / "jobmgr-adapters" / "netcluster" / "agent.sh.in"
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-_RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)$")
-_RATE_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-              "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12}
 
 
 @dataclass
@@ -105,10 +115,12 @@ class Cluster:
 
 
 def cluster_dir() -> Path:
+    """Folder of the clusters' state files and generated files (in the cache)."""
     return cache_root() / "cluster"
 
 
 def state_path(name: str) -> Path:
+    """The state file of cluster ``name``. Cost O(1); no check that it exists."""
     return cluster_dir() / f"{name}.json"
 
 
@@ -118,6 +130,8 @@ def address(vertex: int) -> ipaddress.IPv4Address:
 
 
 def check_name(name: str) -> str:
+    """``name`` if it can name a cluster (1-12 lower-case letters and digits, a letter first, so
+    that every namespace name stays short); FtslideError otherwise."""
     if not _NAME.match(name):
         raise FtslideError(f"cluster name {name!r} is not valid: use 1-12 lower-case letters and digits, "
                            "starting with a letter")
@@ -170,23 +184,10 @@ def next_hops(topo: Topology, vertex: int) -> dict[int, int]:
     return hops
 
 
-def rate_bits(rate: str) -> float:
-    """A tc rate such as 1gbit or 100mbit in bits per second; FtslideError if malformed."""
-    match = _RATE.match(rate.strip().lower())
-    if not match or float(match[1]) <= 0:
-        raise FtslideError(f"rate {rate!r} is not valid: give a tc rate such as 1gbit, 100mbit or 500kbit")
-    return float(match[1]) * _RATE_BITS[match[2]]
-
-
-_DELAY = re.compile(r"^(\d+(?:\.\d+)?)(s|ms|us)$")
-
-
-def delay_seconds(delay: str) -> float:
-    """A tc delay such as 1ms or 200us in seconds; FtslideError if malformed."""
-    match = _DELAY.match(delay.strip().lower())
-    if not match:
-        raise FtslideError(f"delay {delay!r} is not valid: give a tc delay such as 1ms or 200us")
-    return float(match[1]) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[match[2]]
+def _netem_delay(delay: str) -> str:
+    """netem's delay argument for a duration of ``ftslide.units`` (1ms, 200us ...); FtslideError if
+    malformed."""
+    return f"{parse_time(delay, 'delay') * 1e6:.3f}".rstrip("0").rstrip(".") + "us"
 
 
 RATE_MIN, RATE_MAX = 8e3, 1e11   # bits/s that the link shaping takes (HTB counts in bytes/s, 64 bits)
@@ -205,9 +206,8 @@ def shaping_commands(rate: str | None, delay: str | None) -> list[list[str]]:
     if rate is None:
         if delay is None:
             return []
-        delay_seconds(delay)
-        return [["qdisc", "add", "dev", "DEV", "root", "netem", "delay", delay.strip().lower(), "limit", "100000"]]
-    bits = rate_bits(rate)
+        return [["qdisc", "add", "dev", "DEV", "root", "netem", "delay", _netem_delay(delay), "limit", "100000"]]
+    bits = parse_rate(rate, "rate") * 8
     if not RATE_MIN <= bits <= RATE_MAX:
         raise FtslideError(f"rate {rate!r} is out of range: links take 8kbit to 100gbit")
     whole, small = f"{int(bits)}bit", f"{int(bits / 10)}bit"
@@ -220,8 +220,7 @@ def shaping_commands(rate: str | None, delay: str | None) -> list[list[str]]:
             ["filter", "add", "dev", "DEV", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
              "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"]]
     if delay is not None:
-        delay_seconds(delay)
-        cmds += [["qdisc", "add", "dev", "DEV", "parent", f"1:{leaf}", "netem", "delay", delay.strip().lower(),
+        cmds += [["qdisc", "add", "dev", "DEV", "parent", f"1:{leaf}", "netem", "delay", _netem_delay(delay),
                   "limit", "100000"] for leaf in (10, 20)]
     return cmds
 
@@ -246,6 +245,8 @@ def _cmd(cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[
 
 
 def existing_namespaces() -> set[str]:
+    """Names of the network namespaces of this machine (``ip netns list``); FtslideError if ``ip``
+    fails. Cost: one process."""
     out = _cmd(["ip", "netns", "list"]).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
@@ -297,6 +298,7 @@ def load(name: str) -> Cluster:
 
 
 def clusters() -> list[Cluster]:
+    """Every cluster with a readable state file, by name; unreadable ones are left out."""
     found = []
     for path in sorted(cluster_dir().glob("*.json")):
         try:
@@ -507,6 +509,8 @@ def remove_session_dirs(hosts: Sequence[str]) -> None:
 
 
 def down(name: str) -> list[str]:
+    """Remove cluster ``name`` (``teardown``); return what could not be removed. FtslideError if
+    not root or there is no such cluster. Cost: seconds (one ``ip`` call per namespace)."""
     _require_root()
     return teardown(load(name))
 

@@ -5,6 +5,9 @@ the manager's directives for the allocation, the options that stop the manager f
 ending the job after a failure, and ``mpirun --with-ft ulfm`` from the project's build
 with the launcher that manager needs. Every value is checked first, so bad input is an
 FtslideError and no script is written (docs/jobmgr.md).
+
+Errors and cost: ``check``, ``render`` and ``parse_time`` raise FtslideError for bad input;
+``write`` raises it for a file it cannot write. All cost O(size of the script).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import Sequence
 
 from ..errors import FtslideError
 from ..ui.output import write_text
-from ..build.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
-from ..build.native import REPO
+from ..toolchain.mpi import MULTINODE_ULFM_OPTIONS, check_program, split_program
+from ..toolchain.native import REPO
+
+__all__ = ["MANAGERS", "SLURM_STEP_OPTIONS", "Request", "parse_time", "hms", "check", "render", "write"]
 
 ADAPTERS = REPO / "jobmgr-adapters"
 MANAGERS = ("slurm", "pbs", "torque", "flux")
@@ -64,6 +69,7 @@ def parse_time(text: str) -> int:
 
 
 def hms(seconds: int) -> str:
+    """``seconds`` as H:MM:SS (hours not bounded), the form every job manager reads."""
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 

@@ -6,6 +6,10 @@ mpirun/prterun, reads its PMIx rendezvous file for the server URI, and runs
 Open MPI). For a node, the tool asks mpirun (PMIx_Job_control, handled by our PRRTE patch prrte/08)
 to treat the node's daemon as lost; for a rank, it raises the event PRRTE itself sends when a
 process dies, so ULFM marks that rank failed at once (docs/nodeloss.md).
+
+Errors and cost: FtslideError (one line) when there is no such job, rank or node, or the tool
+cannot be built or fails. ``notify`` costs a compile of the tool the first time (seconds) and one
+process per call; the rest read ``/proc`` (O(processes)).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from pathlib import Path
 
 from . import cluster as netcluster
 from ..errors import FtslideError
-from ..build.mpi import compile_program
-from ..build.native import REPO
-from ..build.ompi import require_prefix
+from ..toolchain.mpi import compile_program
+from ..toolchain.native import REPO
+from ..toolchain.ompi import require_prefix
+
+__all__ = ["running_jobs", "server_uri", "choose_job", "node_names", "notify"]
 
 TOOL_SOURCE = REPO / "jobmgr-adapters" / "prrte" / "notify.c"
 
@@ -59,6 +65,8 @@ def server_uri(pid: int) -> str:
 
 
 def choose_job(pid: int | None, cluster: netcluster.Cluster | None) -> int:
+    """The prterun pid to notify: ``pid`` if it is a running job (in ``cluster``'s node 0 when
+    given), else the only running one. FtslideError when there is none, or several and no ``pid``."""
     jobs = running_jobs()
     if cluster is not None:
         inside = set(netcluster.namespace_pids(cluster.namespace(0)))

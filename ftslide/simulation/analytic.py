@@ -32,6 +32,8 @@ Patterns (messages per round):
   time ignores the per-message software costs SimGrid does not model either.
 
 Cost: O(messages x route length) in C, a few milliseconds for the stencil at 12x12x12.
+
+Errors: FtslideError for an unknown pattern.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from ..errors import FtslideError
 from ..sliding import core as sc
 from ..sliding.topology import Topology
 from .network import NetParams
+
+__all__ = ["Congestion", "collective_rounds", "congestion", "pattern_congestion"]
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
-"""Network and node parameters of a simulated machine, and the study presets."""
+"""Network and node parameters of a simulated machine, and the study presets.
+
+Nothing here raises or computes: the values are data (docs/simulations.md, "Presets and parameters").
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..errors import FtslideError
+__all__ = ["NetParams", "Preset", "PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -45,37 +47,3 @@ PRESETS: dict[str, Preset] = {
                       "TSUBAME2-like full-bisection fat-tree (QDR InfiniBand, 4 GB/s), 512 hosts "
                       "in 32 leaf switches of 16, an 8x8x8 stencil grid with one spare plane"),
 }
-
-_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1024.0, "mi": 1024.0**2,
-          "gi": 1024.0**3}
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-
-
-def parse_rate(text: str, what: str, unit: str) -> float:
-    """'5G', '5e9', '12.5GBps' -> float (unit suffix such as Bps or f optional)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgGtT]i?)?" + unit + r"?\s*",
-                     text)
-    if not m or float(m.group(1)) <= 0:
-        raise FtslideError(f"bad {what} '{text}': write a positive number with an optional "
-                           f"k/M/G/T suffix, e.g. 5G{unit}")
-    return float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
-
-
-def parse_time(text: str, what: str) -> float:
-    """'100ns', '1us', '1e-6' -> seconds."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)?\s*", text)
-    if not m:
-        raise FtslideError(f"bad {what} '{text}': write a duration such as 100ns, 1us or 2e-6")
-    return float(m.group(1)) * _TIME[m.group(2) or "s"]
-
-
-def parse_size(text: str, what: str) -> int:
-    """'64K', '1M', '4096' -> bytes (binary multiples)."""
-    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgG])?[iI]?[bB]?\s*", text)
-    if not m:
-        raise FtslideError(f"bad {what} '{text}': write a byte count such as 4096, 64K or 1M")
-    mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[(m.group(2) or "").lower()]
-    value = int(m.group(1)) * mult
-    if value >= 2**31:
-        raise FtslideError(f"{what} '{text}' is too large: at most 2G - 1 bytes")
-    return value

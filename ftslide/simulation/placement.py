@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import FtslideError
 from ..sliding import core as sc
 from ..sliding.topology import Topology
+
+__all__ = ["Placement", "make_placement"]
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,7 @@ class Placement:
 
 
 def make_placement(topology: Topology, grid: str | None, spares: str, expect: int = 0) -> Placement:
-    """Validate grid and spares against the topology and lay the grid onto its hosts (``expect``:
-    routed's spare budget, see ``ftslide.sliding.core.make_layout``)."""
-    if grid is None:
-        if topology.kind in ("torus", "mesh") and len(topology.dims) in (2, 3):
-            grid = f"{topology.kind}:" + "x".join(map(str, topology.dims))
-        else:
-            raise FtslideError(f"topology {topology} is not a 2D or 3D torus or mesh: give the "
-                               f"stencil's node grid with --grid, e.g. --grid torus:8x8x8")
+    """Validate grid and spares against the topology and lay the grid onto its hosts: the layout of
+    ``ftslide.sliding.core.make_layout`` (grid None: the topology itself; ``expect``: routed's spare
+    budget), kept with its topology. Raises SlideError (one line). Cost O(1)."""
     return Placement(topology, sc.make_layout(grid, spares, topology, expect))

@@ -7,6 +7,8 @@ names the host at position p of the cluster after the p-th radical; the radicals
 are listed so that the host named ``h<i>`` is host i of the topology (SimGrid
 numbers positions first dimension fastest, the topology last dimension fastest),
 and spare positions of an embedded mesh get the names after the last host.
+
+Errors and cost: no function raises for a valid Topology; each costs O(hosts + links).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from xml.sax.saxutils import quoteattr
 
 from ..sliding.topology import Topology
 from .network import NetParams
+
+__all__ = ["radicals", "platform_xml", "hostfile"]
 
 HOST_PREFIX = "h"
 

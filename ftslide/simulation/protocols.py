@@ -15,6 +15,11 @@ Failure scenarios (``F`` failures):
   within the failure-free latency.
 * ``before``: F random ranks are dead before the operation starts; the others
   learn of them ``detect`` seconds in.
+
+Errors and cost: the parsers raise FtslideError for bad input (O(len(text))); ``run_driver``
+raises DriverError (an FtslideError) when the driver fails or times out and costs one SimGrid run
+(milliseconds to minutes, about linear in P x rounds); ``sweep`` costs one run per (P, F) plus one
+allreduce per P; ``check_memory`` raises FtslideError when a run would not fit in memory.
 """
 
 from __future__ import annotations
@@ -30,7 +35,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import FtslideError
+from ..units import parse_time
 from ..sliding.topology import Topology, TopologyError, parse_topology
+
+__all__ = ["PROTOS", "AGREEMENTS", "TREES", "ORDERS", "DriverError", "parse_p_list", "parse_failures",
+           "parse_detect", "auto_topology", "topology_for", "write_platform", "driver_path",
+           "memory_estimate", "available_memory", "largest_p", "check_memory", "run_driver", "Point", "Fit",
+           "SweepResult", "torus_order", "crash_schedule", "sum_log", "fit_sum_log", "sweep", "write_outputs"]
 
 PROTOS = ("era", "era-early", "bmg", "bmg-lean")
 AGREEMENTS = ("era", "era-early")
@@ -83,11 +94,8 @@ def parse_failures(text: str) -> tuple[int, ...]:
 
 
 def parse_detect(text: str) -> float:
-    """'1us', '500ns', '2e-6' -> seconds (>= 0)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)?\s*", str(text))
-    if not m:
-        raise FtslideError(f"bad detection delay '{text}': write a duration such as 1us, 500ns or 2e-6")
-    return float(m.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2) or "s"]
+    """'1us', '500ns', '2e-6' -> seconds (>= 0), in the grammar of ``ftslide.units``."""
+    return parse_time(text, "detection delay")
 
 
 # ---- platforms -----------------------------------------------------------------
@@ -149,7 +157,9 @@ def write_platform(topo: Topology, path: Path) -> Path:
 
 
 def driver_path() -> Path:
-    from ..build.native import native_program
+    """Path of the SimGrid driver ``ftproto_sim``, built with CMake if needed; FtslideError if it
+    cannot be built (no SimGrid)."""
+    from ..toolchain.native import native_program
 
     try:
         return native_program("ftproto_sim")
@@ -164,6 +174,7 @@ def memory_estimate(proto: str, p: int, failures: int = 0) -> float:
 
 
 def available_memory() -> float:
+    """MemAvailable of /proc/meminfo in bytes (8e9 if unreadable)."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
@@ -182,6 +193,8 @@ def largest_p(proto: str, budget: float, failures: int = 0) -> int:
 
 
 def check_memory(proto: str, p: int, fraction: float = 0.4, failures: int = 0) -> None:
+    """FtslideError, naming the largest P that fits, when ``proto`` at ``p`` processes and
+    ``failures`` failures needs more than ``fraction`` of the free memory (``memory_estimate``)."""
     budget = available_memory() * fraction
     need = memory_estimate(proto, p, failures)
     if need > budget:
@@ -243,6 +256,9 @@ def run_driver(platform: Path, proto: str, p: int, crashes: Sequence[tuple[int, 
 
 @dataclass
 class Point:
+    """One simulation: latency (s), messages and bytes of one operation at P processes with F
+    failed, the driver's wall time, and how many processes it saw fail."""
+
     proto: str
     p: int
     f: int
@@ -255,6 +271,8 @@ class Point:
 
 @dataclass
 class Fit:
+    """latency(F) = a + b * sum over f <= F of log2(P - f), and the fit's R^2."""
+
     a: float
     b: float
     r2: float
@@ -262,6 +280,9 @@ class Fit:
 
 @dataclass
 class SweepResult:
+    """A sweep of ``sweep()``: its parameters, every point, the binomial allreduce's latency per P
+    and the fit per P."""
+
     proto: str
     topology: str
     when: str

@@ -2,10 +2,15 @@
 
 The kernels (``simulations/smpi/ftsim_kernels.c``) are compiled on first use
 into the cache (``cache_root()/smpi``), named after a hash of the source, the
-flags and the ``smpicc`` path, like ``ftslide.build.mpi.compile_program`` does for
+flags and the ``smpicc`` path, like ``ftslide.toolchain.mpi.compile_program`` does for
 ``mpicc``: CMake's compiler is the system ``cc``, while SMPI programs must go
 through SimGrid's wrapper, and building lazily keeps ``ftslide simulate``
 working without a CMake tree (and reports a missing ``smpicc`` when used).
+
+Errors and cost: FtslideError when ``smpicc``/``smpirun`` are missing, a compile fails, or a
+simulation fails or times out. ``build_kernels`` costs one compile per source change (seconds);
+``run_kernels`` one ``smpirun`` per uncached configuration (seconds to minutes), a file read when
+cached.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FtslideError
-from ..build.ompi import cache_root
+from ..toolchain.native import REPO
+from ..toolchain.ompi import cache_root
 from .network import NetParams
 
-from ..build.native import REPO
+__all__ = ["KERNEL_SOURCE", "smpi_root", "tool", "build_kernels", "KernelRun", "run_kernels", "kill_running"]
+
 KERNEL_SOURCE = REPO / "simulations" / "smpi" / "ftsim_kernels.c"
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Werror")
 INSTALL_HINT = "install SimGrid's SMPI with 'apt-get install libsimgrid-dev' (or run ./bootstrap setup)"
@@ -40,6 +47,7 @@ _LINE = re.compile(r"^ftsim pattern=(\w+) bytes=(\d+) iters=(\d+) time=([0-9.eE+
 
 
 def smpi_root() -> Path:
+    """Cache folder of the SMPI kernels' binaries and results."""
     return cache_root() / "smpi"
 
 

@@ -9,6 +9,10 @@ counts are nested within a trial and methods are compared on equal draws.
 
 Identical placements (every method with 0 failures, repeated maps) are simulated
 once; every simulation is cached by its configuration (``smpi.run_kernels``).
+
+Errors and cost: ``validate`` raises FtslideError (one line) for anything wrong before any work
+starts; the others raise it when a simulation fails. ``run_sweep`` costs one SimGrid run per
+distinct placement and pattern (``jobs`` at a time), plus the analytic model for every trial.
 """
 
 from __future__ import annotations
@@ -37,10 +41,15 @@ from .smpi import KernelRun, kill_running, run_kernels
 from ..ui.output import new_figure, save_figure, write_text
 from ..ui.progress import Bar
 
+__all__ = ["SweepConfig", "Trial", "parse_failures", "kernel_name", "validate", "draw_failures", "run_sweep",
+           "summarize", "write_outputs", "plot"]
 
 
 @dataclass(frozen=True)
 class SweepConfig:
+    """What ``ftslide simulate`` sweeps: topology, grid and spares, methods x failure counts x
+    patterns x trials, the network's figures, message sizes, and how to run (jobs, timeout, cache)."""
+
     topology: str
     grid: str | None
     spares: str
@@ -114,9 +123,8 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     topology = parse_topology(cfg.topology, cfg.route_order)
     placement = make_placement(topology, cfg.grid, cfg.spares, cfg.expect)
     if not cfg.methods:
-        raise FtslideError("no method given: choose from " + ", ".join(sc.METHODS))
-    for m in cfg.methods:
-        sc.method_id(m)
+        raise FtslideError("no method given: choose from " + ", ".join(m.label for m in sc.methods()))
+    methods = [sc.parse_method(m) for m in cfg.methods]
     if not cfg.patterns:
         raise FtslideError("no pattern given: choose stencil7, barrier, allreduce")
     for p in cfg.patterns:
@@ -129,7 +137,7 @@ def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     if fmax > placement.layout.ranks:
         raise FtslideError(f"{fmax} failures but only {placement.layout.ranks} nodes hold ranks: "
                            f"lower --failures")
-    if fmax > spare and any(m != "shrink" for m in cfg.methods):
+    if fmax > spare and any(m.one_rank_per_node for m in methods):
         raise FtslideError(f"{fmax} failures but the layout {placement.layout.grid} spares "
                            f"{placement.layout.spares} has only {spare} spare nodes: lower "
                            f"--failures or add spares (e.g. --spares x:2)")
@@ -279,6 +287,8 @@ def _q(values: Sequence[float], q: float) -> float:
 
 def summarize(cfg: SweepConfig, trials: list[Trial], base_sim: dict[str, float],
               base_model: dict[str, analytic.Congestion]) -> list[dict[str, object]]:
+    """One row per (method, failure count, pattern): medians and ranges of the simulated and modelled
+    slowdowns over the trials (None where no trial placed the failures), and the first error."""
     rows: list[dict[str, object]] = []
     for method in cfg.methods:
         for f in cfg.failures:

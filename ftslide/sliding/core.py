@@ -5,11 +5,20 @@ rules); this module only converts arguments and results and turns the C status
 codes into :class:`SlideError`, a :class:`~ftslide.errors.FtslideError` whose
 message is one line saying what went wrong and what to do.
 
+The names of the methods, of the status codes and of routed's choices are the
+core's: :data:`Method`, :data:`Status` and :data:`ChoiceKind` are enumerations
+read from the library the first time one of them is used (``core.Method``;
+importing this module loads nothing).
+
 Typical use::
 
     layout = make_layout("mesh:4x4", "x:1")
     mapping = compute_map(layout, "slide1d", [5])   # rank -> node
     stats = measure(layout, mapping)                # hops, link loads
+
+Cost: the first call builds ``libslidecore.so`` with CMake if it is missing or
+out of date (well under a second when it is up to date); every function then
+costs what its C counterpart costs, plus O(size of its arguments).
 """
 
 from __future__ import annotations
@@ -20,19 +29,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from ..build.native import bind_library
 from ..errors import FtslideError
+from ..toolchain.native import CEnum, bind_library, c_enum
 from .topology import Topology, _CTopo, parse_topology
 
-METHODS: tuple[str, ...] = ("simple", "slide1d", "slide2d", "hybrid", "shrink", "routed")
+# Method, Status and ChoiceKind are public too, but read from the library at first use (module
+# __getattr__): a star import loads nothing.
+__all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
+           "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
+           "stencil_messages", "compute_map", "explain", "measure", "DIM_NAMES", "HOPS_HIST"]
+
 DIM_NAMES = "xyz"
 HOPS_HIST = 16
-
-# Status codes of slide_core.h (stable values).
-OK, EINVAL, EGRID_SYNTAX, EGRID_DIMS, EGRID_SIZE = 0, 1, 2, 3, 4
-ESPARES_SYNTAX, ESPARES_DIM, ESPARES_COUNT, EMETHOD = 5, 6, 7, 8
-ENODE, EDUP, ENOSPARE, ELINE, EPLANE, ENOSURVIVOR, EWORKSPACE, EMAP = 9, 10, 11, 12, 13, 14, 15, 16
-ETOPO_SYNTAX, ETOPO_SIZE, EORDER, ETOPO_FIT = 17, 18, 19, 20
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
@@ -40,17 +48,19 @@ _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 class SlideError(FtslideError):
     """A status code from the sliding core, with a one-line message.
 
-    ``code`` is the C status; for mapping errors ``index`` is the position in
-    the failed list that could not be handled and ``mapping`` the rank-to-node
-    map for the failures before it (``None`` otherwise).
+    ``code`` is the C status (a value of :data:`Status`); for mapping errors
+    ``index`` is the position in the failed list that could not be handled,
+    ``mapping`` the rank-to-node map for the failures before it and, for a
+    method that chooses, ``choices`` its choices for them (``None`` otherwise).
     """
 
     def __init__(self, message: str, code: int, index: int | None = None,
-                 mapping: list[int] | None = None) -> None:
+                 mapping: list[int] | None = None, choices: list[Choice] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.index = index
         self.mapping = mapping
+        self.choices = choices
 
 
 # ---- C structures (mirrors of slide_core.h, sizes checked at load) -----------
@@ -92,6 +102,11 @@ class _CMetrics(ctypes.Structure):
 _P = ctypes.POINTER
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "slide_status_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "slide_method_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "slide_method_one_rank_per_node": (ctypes.c_int, [ctypes.c_int]),
+    "slide_method_chooses": (ctypes.c_int, [ctypes.c_int]),
+    "slide_choice_kind_name": (ctypes.c_char_p, [ctypes.c_int]),
     "slide_grid_parse": (ctypes.c_int, [ctypes.c_char_p, _P(_CGrid)]),
     "slide_spares_parse": (ctypes.c_int, [ctypes.c_char_p, _P(_CSpares)]),
     "slide_method_parse": (ctypes.c_int, [ctypes.c_char_p, _P(ctypes.c_int)]),
@@ -128,8 +143,64 @@ def _lib() -> ctypes.CDLL:
 
 
 def strerror(code: int) -> str:
-    """The core's one-line message for a status code."""
+    """The core's one-line message for a status code (``"unknown status"`` for others). Cost O(1)."""
     return str(_lib().slide_strerror(code).decode())
+
+
+# ---- names of the core ---------------------------------------------------------
+
+class _Method(CEnum):
+    @property
+    def one_rank_per_node(self) -> bool:
+        """Whether every rank keeps a node of its own (all but shrink): what a run of one process
+        per node can use, and what needs a spare node per failure."""
+        return bool(_lib().slide_method_one_rank_per_node(self) == 1)
+
+    @property
+    def chooses(self) -> bool:
+        """Whether the method chooses among candidates at each failure (routed): :func:`explain`
+        then reports its choices."""
+        return bool(_lib().slide_method_chooses(self) == 1)
+
+
+@lru_cache(maxsize=None)
+def _names() -> dict[str, type[CEnum]]:
+    lib = _lib()
+    return {"Method": c_enum("Method", lib.slide_method_name, _Method),
+            "Status": c_enum("Status", lib.slide_status_name),
+            "ChoiceKind": c_enum("ChoiceKind", lib.slide_choice_kind_name)}
+
+
+def __getattr__(name: str) -> type[CEnum]:
+    """``Method`` (``Method.ROUTED.label == "routed"``), ``Status`` (``Status.ENOSPARE``) and
+    ``ChoiceKind``: the core's enumerations, read from the library at first use."""
+    if name in ("Method", "Status", "ChoiceKind"):
+        return _names()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _status() -> type[CEnum]:
+    return _names()["Status"]
+
+
+def methods() -> tuple[CEnum, ...]:
+    """Every substitution method of the core, in the order of ``slide_method``. Cost O(1) after the
+    first call."""
+    return tuple(_names()["Method"])
+
+
+def parse_method(name: str) -> CEnum:
+    """The method called ``name`` (exact, lower case): the one place where a method name is checked.
+
+    Returns a member of :data:`Method`. Raises SlideError (code ``Status.EMETHOD``) naming every
+    method when there is none of that name. Cost O(1).
+    """
+    value = ctypes.c_int()
+    rc = _lib().slide_method_parse(_text(name, "method"), ctypes.byref(value))
+    if rc != 0:
+        names = [m.label for m in methods()]
+        raise SlideError(f"unknown method '{name}': choose {', '.join(names[:-1])} or {names[-1]}", rc)
+    return methods()[value.value]
 
 
 # ---- grids, spares, layouts --------------------------------------------------
@@ -167,7 +238,7 @@ class Spares:
 
 def _text(value: object, what: str) -> bytes:
     if not isinstance(value, str):
-        raise SlideError(f"{what} must be a string, not {type(value).__name__}", EINVAL)
+        raise SlideError(f"{what} must be a string, not {type(value).__name__}", _status().EINVAL)
     try:
         return value.encode("ascii")
     except UnicodeEncodeError:
@@ -175,31 +246,27 @@ def _text(value: object, what: str) -> bytes:
 
 
 def parse_grid(text: str) -> Grid:
-    """Parse ``[torus:|mesh:]AxB[xC]`` (no prefix: torus), e.g. ``mesh:6x6x6``."""
+    """Parse ``[torus:|mesh:]AxB[xC]`` (no prefix: torus), e.g. ``mesh:6x6x6``.
+
+    Returns a Grid; raises SlideError (code EGRID_*) naming the grammar. Cost O(len(text)).
+    """
     out = _CGrid()
     rc = _lib().slide_grid_parse(_text(text, "grid"), ctypes.byref(out))
-    if rc != OK:
+    if rc != 0:
         raise SlideError(f"bad grid '{text}': {strerror(rc)}", rc)
     return Grid(tuple(out.size[: out.ndims]), bool(out.periodic))
 
 
 def parse_spares(text: str) -> Spares:
-    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ..."""
+    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ...
+
+    Returns Spares; raises SlideError (code ESPARES_*) naming the grammar. Cost O(len(text)).
+    """
     out = _CSpares()
     rc = _lib().slide_spares_parse(_text(text, "spare layout"), ctypes.byref(out))
-    if rc != OK:
+    if rc != 0:
         raise SlideError(f"bad spare layout '{text}': {strerror(rc)}", rc)
     return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)))
-
-
-def method_id(name: str) -> int:
-    """C value of a method name; SlideError naming the choices if unknown."""
-    value = ctypes.c_int()
-    rc = _lib().slide_method_parse(_text(name, "method"), ctypes.byref(value))
-    if rc != OK:
-        raise SlideError(f"unknown method '{name}': choose {', '.join(METHODS[:-1])} "
-                         f"or {METHODS[-1]}", rc)
-    return value.value
 
 
 @dataclass(frozen=True)
@@ -226,13 +293,13 @@ class Layout:
         """Node id of coordinates (row-major, last dimension fastest)."""
         if len(coords) != len(self.grid.sizes):
             raise SlideError(f"expected {len(self.grid.sizes)} coordinates, got {len(coords)}",
-                             EINVAL)
+                             _status().EINVAL)
         if not all(_I32_MIN <= int(c) <= _I32_MAX for c in coords):
-            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", ENODE)
+            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", _status().ENODE)
         c = list(map(int, coords)) + [0] * (3 - len(coords))
         node = _lib().slide_node_index(ctypes.byref(self._c), (ctypes.c_int32 * 3)(*c))
         if node < 0:
-            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", ENODE)
+            raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", _status().ENODE)
         return int(node)
 
     def is_spare(self, node: int) -> bool:
@@ -254,44 +321,52 @@ class Layout:
     def _check_node(self, node: int) -> None:
         if not isinstance(node, int) or not 0 <= node < self.nodes:
             raise SlideError(f"node {node!r} is outside grid {self.grid} "
-                             f"(node ids 0..{self.nodes - 1})", ENODE)
+                             f"(node ids 0..{self.nodes - 1})", _status().ENODE)
 
 
-def make_layout(grid: Grid | str, spares: Spares | str, net: Topology | None = None,
+def make_layout(grid: Grid | str | None, spares: Spares | str, net: Topology | None = None,
                 expect: int = 0) -> Layout:
     """Validate a grid and a spare layout, and lay the grid onto a network.
 
     Parameters
     ----------
-    grid : the node grid, spares included (``torus:6x6x6``, ``mesh:4x4``, ...).
+    grid : the node grid, spares included (``torus:6x6x6``, ``mesh:4x4``, ...); None for
+        ``net`` itself, which must then be a 2D or 3D torus or mesh.
     spares : the spare layout (``x:1``, ``x:1,y:1``, ``none``).
     net : the network the nodes run on, node i on host i (``parse_topology``); None for
-        the grid itself, routed x first.
+        the grid itself, routed x first. On a torus or mesh of the grid's shape node and host
+        numbering agree; on another network the grid fills the first hosts.
     expect : routed's spare budget: failures to keep spare nodes for (0: none; see
         slide_layout_set_expect() in slide_core.h).
 
-    Grid and Spares objects go through their string form, so the C parser checks them
-    exactly as it checks strings. Raises SlideError (one line). Cost O(1).
+    Returns a Layout. Grid and Spares objects go through their string form, so the C parser
+    checks them exactly as it checks strings. Raises SlideError (one line). Cost O(1).
     """
+    if grid is None and net is not None:
+        try:
+            grid = parse_grid(str(net))
+        except SlideError:
+            raise SlideError(f"topology {net} is not a 2D or 3D torus or mesh: give the stencil's node "
+                             "grid (--grid), e.g. torus:8x8x8", _status().EINVAL) from None
     if not isinstance(grid, (Grid, str)) or not isinstance(spares, (Spares, str)):
         raise SlideError("make_layout takes a Grid (or grid string) and Spares (or spare string)",
-                         EINVAL)
+                         _status().EINVAL)
     g = parse_grid(str(grid))
     s = parse_spares(str(spares))
     c = _CLayout()
     cg, cs = g._c(), s._c()
     rc = _lib().slide_layout_init(ctypes.byref(c), ctypes.byref(cg), ctypes.byref(cs))
-    if rc != OK:
+    if rc != 0:
         raise SlideError(f"spare layout '{s}' does not fit grid {g}: {strerror(rc)}", rc)
     if net is None:
         net = parse_topology(str(g))
-    elif _lib().slide_layout_place(ctypes.byref(c), ctypes.byref(net._c)) != OK:
+    elif _lib().slide_layout_place(ctypes.byref(c), ctypes.byref(net._c)) != 0:
         raise SlideError(f"grid {g} has {c.nodes} nodes but topology {net} has only {net.hosts} "
-                         f"hosts: use a smaller grid or a larger topology", ETOPO_FIT)
+                         f"hosts: use a smaller grid or a larger topology", _status().ETOPO_FIT)
     if isinstance(expect, bool) or not isinstance(expect, int) or \
-            _lib().slide_layout_set_expect(ctypes.byref(c), expect) != OK:
+            _lib().slide_layout_set_expect(ctypes.byref(c), expect) != 0:
         raise SlideError(f"the spare budget must be a count of failures from 0 to the "
-                         f"{c.nodes - c.ranks} spare nodes, not {expect!r}", EINVAL)
+                         f"{c.nodes - c.ranks} spare nodes, not {expect!r}", _status().EINVAL)
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
@@ -305,7 +380,7 @@ def stencil_messages(layout: Layout, stencil_periodic: bool | None = None,
     d = -1 if dim is None else dim
     n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, None, None, 0)
     if n < 0:
-        raise SlideError(f"dimension {dim} is not one of grid {layout.grid}", EINVAL)
+        raise SlideError(f"dimension {dim} is not one of grid {layout.grid}", _status().EINVAL)
     src, dst = (ctypes.c_int32 * max(n, 1))(), (ctypes.c_int32 * max(n, 1))()
     _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, src, dst, n)
     return list(src[:n]), list(dst[:n])
@@ -316,7 +391,7 @@ def _layout(layout: Layout | tuple[str, str]) -> Layout:
         return layout
     if isinstance(layout, tuple) and len(layout) == 2:
         return make_layout(*layout)
-    raise SlideError("expected a Layout from make_layout() or a (grid, spares) pair", EINVAL)
+    raise SlideError("expected a Layout from make_layout() or a (grid, spares) pair", _status().EINVAL)
 
 
 def _int32_array(values: Iterable[object], what: str) -> "array[int]":
@@ -325,7 +400,7 @@ def _int32_array(values: Iterable[object], what: str) -> "array[int]":
         out = array("l")
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise SlideError(f"{what} must be integers, got {v!r}", EINVAL)
+            raise SlideError(f"{what} must be integers, got {v!r}", _status().EINVAL)
         out.append(v if _I32_MIN <= v <= _I32_MAX else -1)
     return out
 
@@ -335,60 +410,75 @@ def _workspace(nbytes: int) -> "ctypes.Array[ctypes.c_uint64]":
         return (ctypes.c_uint64 * ((nbytes + 7) // 8))()
     except MemoryError:
         raise SlideError(f"not enough memory for the core's {nbytes / 2**20:.0f} MiB workspace: "
-                         "the grid is too large for this machine", EINVAL) from None
+                         "the grid is too large for this machine", _status().EINVAL) from None
 
 
 # ---- mappings ------------------------------------------------------------------
 
-def compute_map(layout: Layout | tuple[str, str], method: str,
+def compute_map(layout: Layout | tuple[str, str], method: CEnum | str,
                 failed: Sequence[int]) -> list[int]:
     """Rank-to-node map after the ordered failures ``failed`` (node ids).
 
-    ``result[r]`` is the node of rank ``r``. Raises SlideError (an
-    FtslideError) for an unknown method, bad node ids, duplicates and when the
-    method cannot handle a failure (out of spares, full line, no spare plane);
-    then ``error.index`` is the failure at fault and ``error.mapping`` the map
-    before it.
+    Parameters
+    ----------
+    layout : a Layout from :func:`make_layout`, or a (grid, spares) pair.
+    method : a member of :data:`Method`, or its name (checked by :func:`parse_method`).
+    failed : node ids in the order they failed.
+
+    Returns ``result`` with ``result[r]`` the node of rank ``r``.
+
+    Raises SlideError for an unknown method, bad node ids, duplicates and when the
+    method cannot handle a failure (out of spares, full line, no spare plane); then
+    ``error.index`` is the failure at fault and ``error.mapping`` the map before it.
+
+    Cost: slide_map()'s (``slide_core.h``: microseconds to a millisecond for the fixed
+    rules, milliseconds to a second for routed on large grids) plus O(nodes).
+    """
+    return explain(layout, method, failed)[0]
+
+
+def explain(layout: Layout | tuple[str, str], method: CEnum | str,
+            failed: Sequence[int]) -> tuple[list[int], list[Choice] | None]:
+    """The map of :func:`compute_map` and, for a method that chooses (``method.chooses``:
+    routed), what it chose at each failure and the scores it compared; ``None`` for the
+    fixed rules. One call into the core either way.
+
+    Parameters and errors as :func:`compute_map`; a SlideError of a method that chooses also
+    carries ``error.choices`` for the failures before the one it could not place.
     """
     lay = _layout(layout)
-    mid = method_id(method)
-    failed_list = list(failed) if not isinstance(failed, (str, bytes)) else None
-    if failed_list is None:
-        raise SlideError("failed nodes must be a sequence of node ids", EINVAL)
+    chosen = method if isinstance(method, _Method) else parse_method(method)  # type: ignore[arg-type]
+    if isinstance(failed, (str, bytes)):
+        raise SlideError("failed nodes must be a sequence of node ids", _status().EINVAL)
+    failed_list = list(failed)
     fa = _int32_array(failed_list, "failed nodes")
     out = (ctypes.c_int32 * lay.ranks)()
     nbytes = _lib().slide_map_workspace_bytes(ctypes.byref(lay._c))
     work = _workspace(nbytes)
     err = ctypes.c_int32(-1)
     cfailed = (ctypes.c_int32 * max(len(fa), 1)).from_buffer(fa) if fa else None
-    rc = _lib().slide_map(ctypes.byref(lay._c), mid, cfailed, len(fa), out, work, nbytes,
-                          ctypes.byref(err))
-    if rc == OK:
-        return list(out)
+    cchoices = (_CChoice * max(len(fa), 1))() if chosen.chooses else None
+    if cchoices is not None:
+        rc = _lib().slide_map_explain(ctypes.byref(lay._c), cfailed, len(fa), out, cchoices, work, nbytes,
+                                      ctypes.byref(err))
+    else:
+        rc = _lib().slide_map(ctypes.byref(lay._c), int(chosen), cfailed, len(fa), out, work, nbytes,
+                              ctypes.byref(err))
+    placed = len(fa) if rc == 0 else max(err.value, 0)
+    choices = None if cchoices is None else [_choice(c) for c in cchoices[:placed]]
+    if rc == 0:
+        return list(out), choices
     i = err.value
     if i < 0:
-        raise SlideError(f"{method}: {strerror(rc)}", rc)
-    node = failed_list[i]
-    mapping = list(out)
-    where = f"failure #{i + 1} (node {node})"
-    if rc == ENODE:
+        raise SlideError(f"{chosen.label}: {strerror(rc)}", rc)
+    where = f"failure #{i + 1} (node {failed_list[i]})"
+    if rc == _status().ENODE:
         msg = f"{where} is outside grid {lay.grid}: node ids are 0..{lay.nodes - 1}"
-    elif rc == EDUP:
+    elif rc == _status().EDUP:
         msg = f"{where} is listed twice: each failed node may appear once"
-    elif rc == ENOSPARE:
-        msg = (f"{method}: out of spares at {where}: no free spare node is left "
-               f"(layout {lay.grid} spares {lay.spares}); add spares or use shrink")
-    elif rc == ELINE:
-        msg = (f"slide1d: cannot place the rank of {where}: its lines have no free spare "
-               f"left; use hybrid or simple to reach spares elsewhere")
-    elif rc == EPLANE:
-        msg = (f"slide2d: cannot place the rank of {where}: no whole usable spare plane "
-               f"left; use hybrid or simple, or add spare planes")
-    elif rc == ENOSURVIVOR:
-        msg = f"shrink: {where} leaves no alive non-spare node to adopt the ranks"
     else:
-        msg = f"{method}: {where}: {strerror(rc)}"
-    raise SlideError(msg, rc, i, mapping)
+        msg = f"{chosen.label}: cannot place {where}: {strerror(rc)}"
+    raise SlideError(msg, rc, i, list(out), choices)
 
 
 # ---- metrics -------------------------------------------------------------------
@@ -413,31 +503,33 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
             stencil_periodic: bool | None = None) -> Metrics:
     """Neighbour hops and 5/7-point stencil link loads of a rank-to-node map.
 
-    ``stencil_periodic`` None follows the grid (torus: the logical grid wraps).
+    ``mapping[r]`` is rank r's node; ``stencil_periodic`` None follows the grid (torus: the
+    logical grid wraps). Returns Metrics. Raises SlideError for a map of the wrong length or with
+    a node outside the grid. Cost O(nodes + ranks x route length) (slide_measure()).
     """
     lay = _layout(layout)
     if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:
         raise SlideError(f"mapping must list a node for each of the {lay.ranks} ranks "
                          f"(got {len(mapping) if not isinstance(mapping, (str, bytes)) else 'a string'})",
-                         EINVAL)
+                         _status().EINVAL)
     ma = _int32_array(mapping, "mapping entries")
     if stencil_periodic is None:
         periodic = -1
     elif isinstance(stencil_periodic, bool):
         periodic = int(stencil_periodic)
     else:
-        raise SlideError("stencil_periodic must be True, False or None", EINVAL)
+        raise SlideError("stencil_periodic must be True, False or None", _status().EINVAL)
     nbytes = _lib().slide_measure_workspace_bytes(ctypes.byref(lay._c))
     work = _workspace(nbytes)
     out = _CMetrics()
     cmap = (ctypes.c_int32 * len(ma)).from_buffer(ma)
     rc = _lib().slide_measure(ctypes.byref(lay._c), cmap, periodic, ctypes.byref(out), work,
                               nbytes)
-    if rc == EMAP:
+    if rc == _status().EMAP:
         bad = next(i for i, v in enumerate(ma) if not 0 <= v < lay.nodes)
         raise SlideError(f"mapping entry for rank {bad} is {mapping[bad]}, outside grid "
                          f"{lay.grid} (node ids 0..{lay.nodes - 1})", rc)
-    if rc != OK:
+    if rc != 0:
         raise SlideError(f"measure: {strerror(rc)}", rc)
     return Metrics(out.pairs, out.hops_sum, out.hops_max, out.hops_mean, tuple(out.hops_hist),
                    out.link_load_max, out.links_used, out.links_overloaded,
@@ -446,17 +538,15 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
 
 # ---- routed's choices ------------------------------------------------------------
 
-CHOICE_KINDS = ("none", "block", "direct", "hybrid", "cross")
-
-
 @dataclass(frozen=True)
 class Choice:
     """What routed did for one failure (slide_choice in slide_core.h)."""
 
-    kind: str                      # none (no rank on the node), block, direct, hybrid
-    dim: int                       # block: slide dimension (0 = x) ...
+    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross
+    dim: int                       # block, cross: slide dimension (0 = x) ...
     dir: int                       # ... and direction (+1 / -1)
-    lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions
+    lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions;
+                                        # cross: ((dimension crossed, signed steps), _)
     load_max: int                  # the map after this failure
     overloaded: int
     spares: int                    # spare-layout nodes newly occupied
@@ -467,28 +557,9 @@ class Choice:
     direct_load_max: int | None    # the direct replacement from the same map
 
 
-def explain(layout: Layout | tuple[str, str], failed: Sequence[int]) -> tuple[list[int],
-                                                                              list[Choice]]:
-    """The routed map after ``failed`` and, per failure, what routed chose and the scores it
-    compared. Raises SlideError as compute_map does."""
-    lay = _layout(layout)
-    mapping = compute_map(lay, "routed", failed)  # the same checks and messages
-    fa = _int32_array(list(failed), "failed nodes")
-    out = (ctypes.c_int32 * lay.ranks)()
-    nbytes = _lib().slide_map_workspace_bytes(ctypes.byref(lay._c))
-    work = _workspace(nbytes)
-    choices = (_CChoice * max(len(fa), 1))()
-    cfailed = (ctypes.c_int32 * max(len(fa), 1)).from_buffer(fa) if fa else None
-    err = ctypes.c_int32(-1)
-    rc = _lib().slide_map_explain(ctypes.byref(lay._c), cfailed, len(fa), out, choices, work,
-                                  nbytes, ctypes.byref(err))
-    assert rc == OK and list(out) == mapping
-    result = []
-    for c in choices[: len(fa)]:
-        result.append(Choice(CHOICE_KINDS[c.kind], c.dim, c.dir,
-                             tuple((c.lo[k], c.width[k]) for k in range(2)), c.load_max,
-                             c.overloaded, c.spares, c.moved, c.candidates,
-                             None if c.hybrid_load_max < 0 else c.hybrid_load_max,
-                             None if c.hybrid_load_max < 0 else c.hybrid_overloaded,
-                             None if c.direct_load_max < 0 else c.direct_load_max))
-    return mapping, result
+def _choice(c: _CChoice) -> Choice:
+    return Choice(_names()["ChoiceKind"](c.kind), c.dim, c.dir, tuple((c.lo[k], c.width[k]) for k in range(2)),
+                  c.load_max, c.overloaded, c.spares, c.moved, c.candidates,
+                  None if c.hybrid_load_max < 0 else c.hybrid_load_max,
+                  None if c.hybrid_load_max < 0 else c.hybrid_overloaded,
+                  None if c.direct_load_max < 0 else c.direct_load_max)

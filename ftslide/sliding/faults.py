@@ -24,6 +24,11 @@ node per namespace, and each kill takes the victim's whole node at its point: th
 node's PRRTE daemon, then itself (ftslide_killpoint.h, FTSLIDE_KILL_NODE). The daemons route along a
 chain (routing radix 1), so every node but the last relays for the nodes after it; node 0 runs
 mpirun and is never a victim (losing it ends any job).
+
+Errors and cost: ``check`` raises FtslideError for a campaign that cannot run, before anything
+starts; ``run_campaign`` raises it when the failure-free run fails and costs one ``mpirun`` per run
+(seconds each, up to ``timeout`` for a hang). ``plan``, ``judge`` and the helpers cost a few maps of
+the core; the leftover checks read ``/proc`` (O(processes)).
 """
 
 from __future__ import annotations
@@ -37,24 +42,38 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..build import mpi
+from ..toolchain import mpi
 from ..errors import FtslideError
 from . import runtime as stencil
+from . import core
 from .core import SlideError, compute_map, make_layout
 
-RECOVERY_STEPS = ("recovery_start", "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_state",
-                  "recovery_commit")
-PHASES = ("iteration", "simultaneous", "checkpoint", "waiting", *RECOVERY_STEPS, "promoted", "exhaust")
-DATA_LOST = "checkpoint is lost"  # the runtime's error when both copies of a checkpoint are gone
-OUT_OF_SPARES = "out of spares"  # the runtime's uniform error (in a recovery, or at a waiting spare's start)
+__all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan", "holding_rank",
+           "absorbable", "buddies_lost", "runtime_files", "in_use", "leftovers", "judge", "killed_in",
+           "run_campaign", "summary", "as_json"]
+
+
+def phases() -> tuple[str, ...]:
+    """Every phase, in the order a campaign takes them: iteration, simultaneous, each of the
+    runtime's kill points (sliding_names.h), exhaust."""
+    return ("iteration", "simultaneous", *stencil.runtime_points(), "exhaust")
+
+
+def default_methods() -> tuple[str, ...]:
+    """The methods a campaign draws from unless told: the four that differ most in how they move ranks."""
+    m = core.Method
+    return tuple(method.label for method in (m.HYBRID, m.ROUTED, m.SLIDE1D, m.SIMPLE))
 
 
 @dataclass
 class Campaign:
+    """A campaign's parameters; ``check()`` validates them. The methods default to
+    ``default_methods()``, the phases to all of ``phases()``."""
+
     grid: str = "torus:3x2x2"
     spares: str = "x:1"
-    methods: tuple[str, ...] = ("hybrid", "routed", "slide1d", "simple")
-    phases: tuple[str, ...] = PHASES
+    methods: tuple[str, ...] = field(default_factory=default_methods)
+    phases: tuple[str, ...] = field(default_factory=phases)
     runs: int = 12
     seed: int = 1
     iterations: int = 30
@@ -98,14 +117,14 @@ def check(campaign: Campaign) -> None:
     if campaign.iterations < 2 * campaign.checkpoint_every + 2:
         raise FtslideError(f"--iterations {campaign.iterations} is too short: at least two checkpoints "
                            f"(every {campaign.checkpoint_every}) and room after them are needed")
-    unknown = [p for p in campaign.phases if p not in PHASES]
+    unknown = [p for p in campaign.phases if p not in phases()]
     if unknown or not campaign.phases:
         raise FtslideError(f"unknown phase {', '.join(map(repr, unknown)) or '(none)'}: choose from "
-                           f"{', '.join(PHASES)}")
+                           f"{', '.join(phases())}")
     for method in campaign.methods:
         stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
     if not campaign.methods:
-        raise FtslideError(f"give at least one method of {', '.join(stencil.RUNTIME_METHODS)}")
+        raise FtslideError(f"give at least one method of {', '.join(m.label for m in stencil.runtime_methods())}")
 
 
 def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]]]:
@@ -120,24 +139,25 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
     last = campaign.iterations - 2
     first = rng.choice(workers)
     iteration = rng.randint(1, last)
-    kills: list[tuple[int, str]] = [(first, f"iter={iteration}")]
+    kills: list[tuple[int, str]] = [(first, stencil.iteration_point(iteration))]
     others = [n for n in range(layout.nodes) if n != first and n not in spared]
+    point = stencil.Point
     if phase == "simultaneous":
-        kills.append((rng.choice([w for w in workers if w != first]), f"iter={iteration}"))
-    elif phase == "checkpoint":
-        kills = [(first, "checkpoint")]
-    elif phase == "waiting":
-        kills.append((rng.choice(spares), "waiting"))
-    elif phase in RECOVERY_STEPS:
-        kills.append((rng.choice(others), phase))
-    elif phase == "promoted":
+        kills.append((rng.choice([w for w in workers if w != first]), stencil.iteration_point(iteration)))
+    elif phase == point.CHECKPOINT.label:
+        kills = [(first, phase)]
+    elif phase == point.WAITING.label:
+        kills.append((rng.choice(spares), phase))
+    elif phase == point.PROMOTED.label:
         try:
             after = compute_map(layout, method, [first])
         except SlideError:
             after = []
         promoted = sorted(set(after) - set(layout.initial_map()) - spared)
         if promoted:
-            kills.append((rng.choice(promoted), "promoted"))
+            kills.append((rng.choice(promoted), phase))
+    elif phase in stencil.runtime_points():  # a step of the recovery that the first kill starts
+        kills.append((rng.choice(others), phase))
     elif phase == "exhaust":
         victims = [first]  # one more failure than spares; workers first, spares once none is left
         for _ in range(layout.nodes - len(layout.initial_map())):
@@ -151,15 +171,17 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
 
 
 def holding_rank(layout, method: str, kills: list[tuple[int, int]]) -> list[tuple[int, str]]:
-    """Kill points for (node, iteration) pairs in order: "iter=I" while the node holds a rank under the
-    method's map after the kills before it, else "waiting" (a slide left it without a rank)."""
+    """Kill points for (node, iteration) pairs in order: the start of the iteration while the node holds
+    a rank under the method's map after the kills before it, else the point where it waits (a slide
+    left it without a rank)."""
     out, failed = [], []
+    waiting = stencil.Point.WAITING.label
     for node, iteration in kills:
         try:
             holds = node in compute_map(layout, method, failed)
         except SlideError:
             holds = False
-        out.append((node, f"iter={iteration}" if holds else "waiting"))
+        out.append((node, stencil.iteration_point(iteration) if holds else waiting))
         failed.append(node)
     return out
 
@@ -221,6 +243,10 @@ def leftovers(before: set[str], marker: str) -> list[str]:
 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
           whole_nodes: bool = False) -> None:
+    """Fill ``record``'s outcome from ``run``: recovered with the failure-free ``reference`` checksum
+    and exactly the dead agreed, or out of spares exactly when ``method`` cannot absorb the
+    failures that landed, or data lost exactly when two buddies died; anything else is an error.
+    Cost: a few maps of the core."""
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
@@ -235,7 +261,7 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
         # the recoveries agreed on exactly the dead: never a live node, and every node that died
         # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
         agreed = set(run.recoveries[-1].failed) if run.recoveries else set()
-        must = {node for node, point in record.landed.items() if point != "waiting"}
+        must = {node for node, point in record.landed.items() if point != stencil.Point.WAITING.label}
         if run.checksum == reference and must <= agreed <= set(record.landed):
             record.outcome, record.ok = "recovered", True
         elif run.checksum == reference:
@@ -244,7 +270,8 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
         else:
             record.outcome, record.detail = "wrong-checksum", f"checksum {run.checksum} != {reference}"
         return
-    if run.errors and all(OUT_OF_SPARES in e for e in run.errors):
+    status = stencil.Status  # out of spares: in a recovery, or at a waiting spare's start
+    if run.errors and all(e.status is status.ERR_NO_SPARE for e in run.errors):
         agreed = run.recoveries[-1].failed if run.recoveries else []
         order = agreed + sorted(n for n in record.landed if n not in agreed)
         record.outcome = "out-of-spares"
@@ -252,7 +279,7 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
         if not record.ok:
             record.detail = f"out of spares, but {method} places failures {order}"
         return
-    if run.errors and all(DATA_LOST in e for e in run.errors):
+    if run.errors and all(e.status is status.ERR_DATA_LOST for e in run.errors):  # both copies gone
         agreed = run.recoveries[-1].failed if run.recoveries else []
         record.outcome = "data-lost"
         record.ok = buddies_lost(layout, method, agreed, record.landed)
@@ -260,7 +287,7 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
             record.detail = "checkpoint lost, but no rank lost both its node and its buddy's"
         return
     record.outcome = "error"
-    record.detail = "; ".join(run.errors) or (run.stderr.strip().splitlines() or ["exit " + str(run.returncode)])[-1]
+    record.detail = "; ".join(map(str, run.errors)) or (run.stderr.strip().splitlines() or ["exit " + str(run.returncode)])[-1]
 
 
 def killed_in(log: Path) -> dict[int, str]:
@@ -323,6 +350,7 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
 
 
 def summary(records: Sequence[RunRecord]) -> dict[str, object]:
+    """Counts of ``records`` by outcome, kills planned and landed, runs per phase."""
     phases: dict[str, int] = {}
     for r in records:
         phases[r.phase] = phases.get(r.phase, 0) + 1
@@ -345,5 +373,6 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
 
 
 def as_json(campaign: Campaign, reference: str, records: Sequence[RunRecord]) -> dict[str, object]:
+    """The campaign, its failure-free checksum, the summary and every run, as JSON-ready data."""
     return {"campaign": asdict(campaign), "reference_checksum": reference, "summary": summary(records),
             "runs": [asdict(r) for r in records]}

@@ -4,6 +4,9 @@ Every result file (CSV, JSON, PNG/SVG, job scripts, state) goes through
 :func:`write_atomically`: it is written under a temporary name in the same
 folder and renamed when complete, so an error or an interrupt never leaves a
 half-written file or the temporary one behind.
+
+Errors and cost: FtslideError when a file cannot be written (the temporary file is removed);
+O(size) for text, matplotlib's rendering for figures.
 """
 
 from __future__ import annotations

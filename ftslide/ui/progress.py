@@ -1,6 +1,9 @@
 """Progress for long work: phases with a live line (Progress), or a bar over a known count of jobs (Bar).
 
-On a terminal one line is rewritten in place; in a log (CI) lines are printed sparingly."""
+On a terminal one line is rewritten in place; in a log (CI) lines are printed sparingly.
+
+Nothing here raises; each update costs O(1) and prints at most one line.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import sys
 import threading
 import time
 from typing import TextIO
+
+__all__ = ["Progress", "Bar"]
 
 
 class Progress:

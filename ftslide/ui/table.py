@@ -1,9 +1,14 @@
-"""Plain-text tables for the CLI and the benchmarks."""
+"""Plain-text tables for the CLI and the benchmarks.
+
+Nothing here raises for sequences of printable cells; cost O(cells).
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Sequence, TextIO
+
+__all__ = ["format_table", "print_table"]
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -28,4 +33,5 @@ def _is_number(text: str) -> bool:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], stream: TextIO | None = None) -> None:
+    """``format_table`` on ``stream`` (stdout by default), flushed."""
     print(format_table(headers, rows), file=stream or sys.stdout, flush=True)

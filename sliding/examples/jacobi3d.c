@@ -19,16 +19,22 @@
  * order, so a run with failures must print the same checksum, bit for bit, as
  * one without.
  *
- * Output of logical rank 0:
- *   jacobi3d: recovered at iteration I: failed nodes 2,5; attempts 1; times ms agree .. map .. rebuild .. state .. commit .. total ..
- *   jacobi3d: done: ITERATIONS iterations, N^3 per rank, checksum 0x... (value)
+ * Output: one line per event, "jacobi3d: EVENT KEY=VALUE ...", for people
+ * and for programs (ftslide/sliding/runtime.py reads them): no value holds a
+ * blank, except the last, "message", which runs to the end of the line.
+ * Logical rank 0 prints on stdout
+ *   jacobi3d: recovered iteration=I failed=2,5 attempts=1 agree_ms=.. map_ms=.. rebuild_ms=.. state_ms=.. commit_ms=.. total_ms=..
+ *   jacobi3d: done iterations=ITERATIONS n=N checksum=0x... value=...
  * and, with JACOBI3D_TIMES=1 in the environment, after every iteration
- *   jacobi3d: iteration I done at T     (T: MPI_Wtime of logical rank 0)
- * (ftslide validate's end-to-end run times the iterations before and after a recovery).
+ *   jacobi3d: iteration number=I time=T     (T: MPI_Wtime of logical rank 0)
+ * (bench/validate/nodekill.py times the iterations before and after a recovery);
+ * a process that gives up prints on stderr
+ *   jacobi3d: error step=arguments|create|start|recovery|checksum [status=ERR_...] message=...
+ * (status: a name of sliding_names.h).
  *
  * Fault injection (ftslide_killpoint.h), by node id = MPI_COMM_WORLD rank:
  * "iter=I" at the start of iteration I; the runtime's own points (checkpoint,
- * waiting, the steps of a recovery, promoted: docs/sliding-runtime.md).
+ * waiting, the steps of a recovery, promoted: sliding_names.h).
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -174,11 +180,11 @@ static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
     const int32_t *failed;
     int nfailed = sliding_failed(s, &failed);
     sliding_last_recovery(s, &t);
-    printf("jacobi3d: recovered at iteration %d: failed nodes ", resume);
+    printf("jacobi3d: recovered iteration=%d failed=", resume);
     for (int i = 0; i < nfailed; i++) {
         printf("%s%d", i ? "," : "", failed[i]);
     }
-    printf("; attempts %d; times ms agree %.3f map %.3f rebuild %.3f state %.3f commit %.3f total %.3f\n",
+    printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f\n",
            t.attempts, t.agree * 1e3, t.mapping * 1e3, t.rebuild * 1e3, t.state * 1e3, t.commit * 1e3,
            t.total * 1e3);
     fflush(stdout);
@@ -188,7 +194,8 @@ static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
  * state), so all of them leave cleanly with exit status 3. */
 static void fail(sliding_t *s, const char *what, int status)
 {
-    fprintf(stderr, "jacobi3d: %s: %s\n", what, sliding_strerror(status));
+    fprintf(stderr, "jacobi3d: error step=%s status=%s message=%s\n", what, sliding_status_name(status),
+            sliding_strerror(status));
     sliding_free(s);
     MPI_Finalize();
     exit(3);
@@ -210,7 +217,7 @@ int main(int argc, char **argv)
     int iterations = argc > 5 ? atoi(argv[5]) : 40, every = argc > 6 ? atoi(argv[6]) : 5;
     if (f.n < 1 || iterations < 1 || every < 1) {
         if (node == 0) {
-            fprintf(stderr, "jacobi3d: N, ITERATIONS and CHECKPOINT_EVERY must be at least 1\n");
+            fprintf(stderr, "jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY must be at least 1\n");
         }
         MPI_Finalize();
         return 2;
@@ -219,8 +226,8 @@ int main(int argc, char **argv)
     int rc = sliding_create(MPI_COMM_WORLD, argv[1], argv[2], argv[3], &s);
     if (rc != SLIDING_OK) {
         if (node == 0) {
-            fprintf(stderr, "jacobi3d: %s (grid %s, spares %s, method %s)\n", sliding_strerror(rc), argv[1],
-                    argv[2], argv[3]);
+            fprintf(stderr, "jacobi3d: error step=create status=%s message=%s (grid %s, spares %s, method %s)\n",
+                    sliding_status_name(rc), sliding_strerror(rc), argv[1], argv[2], argv[3]);
         }
         MPI_Finalize();
         return 2;
@@ -253,7 +260,7 @@ int main(int argc, char **argv)
     const char *times = getenv("JACOBI3D_TIMES");
     int report_times = times != NULL && strcmp(times, "1") == 0;
     while (role != SLIDING_FINISHED && it < iterations) {
-        ftslide_killpointf(node, "iter=%d", it);
+        ftslide_killpointf(node, "%s=%d", sliding_point_name(SLIDING_POINT_ITER), it);
         rc = exchange_halos(&f, cart);
         if (rc == MPI_SUCCESS) {
             sweep(&f);
@@ -262,7 +269,7 @@ int main(int argc, char **argv)
                 int rank;
                 MPI_Comm_rank(cart, &rank);
                 if (rank == 0) {
-                    printf("jacobi3d: iteration %d done at %.6f\n", it, MPI_Wtime());
+                    printf("jacobi3d: iteration number=%d time=%.6f\n", it, MPI_Wtime());
                     fflush(stdout);
                 }
             }
@@ -296,12 +303,12 @@ int main(int argc, char **argv)
         int rank;
         MPI_Comm_rank(cart, &rank);
         if (checksum(&f, cart, &total) != MPI_SUCCESS) {
-            fprintf(stderr, "jacobi3d: a failure after the last iteration; no checksum\n");
+            fprintf(stderr, "jacobi3d: error step=checksum message=a failure after the last iteration: no checksum\n");
         } else if (rank == 0) {
             uint64_t bits;
             memcpy(&bits, &total, sizeof bits);
-            printf("jacobi3d: done: %d iterations, %d^3 per rank, checksum 0x%016" PRIx64 " (%.17g)\n", iterations,
-                   f.n, bits, total);
+            printf("jacobi3d: done iterations=%d n=%d checksum=0x%016" PRIx64 " value=%.17g\n", iterations, f.n, bits,
+                   total);
             fflush(stdout);
         }
         sliding_finalize(s);

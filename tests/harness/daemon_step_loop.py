@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's ftslide and harness
 
-from ftslide.build.mpi import processes_with  # noqa: E402
+from ftslide.toolchain.mpi import processes_with  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from harness.slurmcluster import FINAL_STATES, SlurmCluster  # noqa: E402
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import kill_processes
-from ftslide.build.native import REPO
+from ftslide.toolchain.mpi import kill_processes
+from ftslide.toolchain.native import REPO
 from ftslide.jobmgr.notify import notify
 
 

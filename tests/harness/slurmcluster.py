@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ftslide.errors import FtslideError
-from ftslide.build.mpi import processes_with
-from ftslide.build.native import REPO
+from ftslide.toolchain.mpi import processes_with
+from ftslide.toolchain.native import REPO
 from ftslide.jobmgr.cluster import kill_namespace, remove_session_dirs
 
 TEMPLATES = REPO / "jobmgr-adapters" / "slurm"

@@ -185,7 +185,8 @@ extern "C" {
 #define SLIDE_HOPS_HIST 16
 
 /* Status codes. 0 is success; every other value has a message from
- * slide_strerror(). Values are stable (the Python binding relies on them). */
+ * slide_strerror() and a name from slide_status_name(), which is how the
+ * Python binding knows them. */
 typedef enum slide_status {
     SLIDE_OK = 0,
     SLIDE_EINVAL = 1,          /* NULL pointer or argument out of range */
@@ -292,17 +293,40 @@ typedef struct slide_metrics {
 
 /* ---- messages and names ------------------------------------------------ */
 
+/* The names below are the one spelling of each method, status and choice:
+ * the Python binding lists them by calling a name function with 0, 1, 2, ...
+ * until it returns NULL. Every string is static. Cost O(1) each. */
+
 /* One-line English message for a status code ("unknown status" for others).
- * Cost O(1). Never NULL; the string is static. */
+ * Never NULL. */
 const char *slide_strerror(int status);
 
-/* Method name ("simple", "slide1d", "slide2d", "hybrid", "shrink"), or NULL
- * for a value outside the enum. Cost O(1). */
+/* Name of a status code, its enumerator without the SLIDE_ prefix
+ * ("ENOSPARE"), or NULL for a value outside slide_status. */
+const char *slide_status_name(int status);
+
+/* Method name, lower case ("simple", "slide1d", ..., "routed" in the order of
+ * slide_method), or NULL for a value outside the enum. */
 const char *slide_method_name(int method);
 
 /* Parse a method name (exact, lower case) into *out.
- * Errors: SLIDE_EINVAL (NULL), SLIDE_EMETHOD (unknown name). Cost O(1). */
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EMETHOD (unknown name). */
 int slide_method_parse(const char *name, slide_method *out);
+
+/* 1 if every rank of the method's maps has a node of its own (it places
+ * failed ranks on spares), 0 if it puts several ranks on one node (shrink: a
+ * process per node cannot run it, and it needs no spare), -1 outside the
+ * enum. */
+int slide_method_one_rank_per_node(int method);
+
+/* 1 if the method chooses among candidates at each failure and
+ * slide_map_explain() reports its choices (routed), 0 for the fixed rules,
+ * -1 outside the enum. */
+int slide_method_chooses(int method);
+
+/* Name of a slide_choice_kind, lower case ("none", "block", "direct",
+ * "hybrid", "cross"), or NULL outside the enum. */
+const char *slide_choice_kind_name(int kind);
 
 /* ---- parsing and layouts ----------------------------------------------- */
 

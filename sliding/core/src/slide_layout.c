@@ -1,50 +1,77 @@
-/* Messages, method names, grid / spare parsing and layout arithmetic. */
+/* Messages and names (statuses, methods, choices), grid / spare parsing and layout arithmetic. */
 #include "slide_internal.h"
 
 #include <string.h>
 
-static const char *const status_messages[] = {
-    [SLIDE_OK] = "success",
-    [SLIDE_EINVAL] = "invalid argument (NULL pointer or value out of range)",
-    [SLIDE_EGRID_SYNTAX] = "bad grid string: expected [torus:|mesh:]AxB or AxBxC, e.g. 'mesh:6x6x6'",
-    [SLIDE_EGRID_DIMS] = "grid must have 2 or 3 dimensions",
-    [SLIDE_EGRID_SIZE] = "grid sizes must be >= 1 and the node count at most 16777216 (2^24)",
-    [SLIDE_ESPARES_SYNTAX] = "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, e.g. 'x:1' or 'x:1,y:1'",
-    [SLIDE_ESPARES_DIM] = "spare dimension repeated, more than two, or not in the grid",
-    [SLIDE_ESPARES_COUNT] = "spare count must be >= 1 and leave at least one non-spare node per dimension",
-    [SLIDE_EMETHOD] = "unknown method: choose simple, slide1d, slide2d, hybrid, shrink or routed",
-    [SLIDE_ENODE] = "failed node id is outside the grid",
-    [SLIDE_EDUP] = "a node appears twice in the failed list",
-    [SLIDE_ENOSPARE] = "out of spares: no free spare node is left for the failed rank",
-    [SLIDE_ELINE] = "slide1d: no free spare left on the failed node's lines (hybrid or simple can use spares elsewhere)",
-    [SLIDE_EPLANE] = "slide2d: no whole usable spare plane left (hybrid or simple can use the remaining spares)",
-    [SLIDE_ENOSURVIVOR] = "shrink: every non-spare node has failed",
-    [SLIDE_EWORKSPACE] = "workspace too small or not 8-byte aligned",
-    [SLIDE_EMAP] = "rank-to-node map has an entry outside the grid",
-    [SLIDE_ETOPO_SYNTAX] = "bad topology: use torus:AxB[xC..], mesh:AxB[xC..], ring:N, star:N, fattree:K, fattree:L;D,..;U,..;P,.., kary:K,N or dragonfly:G,L;C,L;R,L;N",
-    [SLIDE_ETOPO_SIZE] = "topology too large or with a size of 0: at most 16777216 hosts and 2^31 - 1 links",
-    [SLIDE_EORDER] = "routing order must be a permutation of the topology's dimensions, e.g. xyz or zyx (torus and mesh only)",
-    [SLIDE_ETOPO_FIT] = "the grid has more nodes than the topology has hosts",
+/* Each status once: its name (the enumerator without "SLIDE_") and its message. */
+#define STATUS(code, message) [code] = {#code + sizeof "SLIDE_" - 1, message}
+static const struct {
+    const char *name, *message;
+} statuses[] = {
+    STATUS(SLIDE_OK, "success"),
+    STATUS(SLIDE_EINVAL, "invalid argument (NULL pointer or value out of range)"),
+    STATUS(SLIDE_EGRID_SYNTAX, "bad grid string: expected [torus:|mesh:]AxB or AxBxC, e.g. 'mesh:6x6x6'"),
+    STATUS(SLIDE_EGRID_DIMS, "grid must have 2 or 3 dimensions"),
+    STATUS(SLIDE_EGRID_SIZE, "grid sizes must be >= 1 and the node count at most 16777216 (2^24)"),
+    STATUS(SLIDE_ESPARES_SYNTAX, "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, "
+                                 "e.g. 'x:1' or 'x:1,y:1'"),
+    STATUS(SLIDE_ESPARES_DIM, "spare dimension repeated, more than two, or not in the grid"),
+    STATUS(SLIDE_ESPARES_COUNT, "spare count must be >= 1 and leave at least one non-spare node per dimension"),
+    STATUS(SLIDE_EMETHOD, "unknown method"),
+    STATUS(SLIDE_ENODE, "failed node id is outside the grid"),
+    STATUS(SLIDE_EDUP, "a node appears twice in the failed list"),
+    STATUS(SLIDE_ENOSPARE, "out of spares: no free spare node is left for the failed rank (add spares, or use "
+                           "shrink)"),
+    STATUS(SLIDE_ELINE, "no free spare left on the failed node's lines (hybrid or simple can use spares "
+                        "elsewhere)"),
+    STATUS(SLIDE_EPLANE, "no whole usable spare plane left (hybrid or simple can use the remaining spares, "
+                         "or add spare planes)"),
+    STATUS(SLIDE_ENOSURVIVOR, "every non-spare node has failed: none is left to adopt the ranks"),
+    STATUS(SLIDE_EWORKSPACE, "workspace too small or not 8-byte aligned"),
+    STATUS(SLIDE_EMAP, "rank-to-node map has an entry outside the grid"),
+    STATUS(SLIDE_ETOPO_SYNTAX, "bad topology: use torus:AxB[xC..], mesh:AxB[xC..], ring:N, star:N, fattree:K, "
+                               "fattree:L;D,..;U,..;P,.., kary:K,N or dragonfly:G,L;C,L;R,L;N"),
+    STATUS(SLIDE_ETOPO_SIZE, "topology too large or with a size of 0: at most 16777216 hosts and 2^31 - 1 links"),
+    STATUS(SLIDE_EORDER, "routing order must be a permutation of the topology's dimensions, e.g. xyz or zyx "
+                         "(torus and mesh only)"),
+    STATUS(SLIDE_ETOPO_FIT, "the grid has more nodes than the topology has hosts"),
 };
+#undef STATUS
+#define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
 
 const char *slide_strerror(int status)
 {
-    if (status < 0 || status >= (int)(sizeof status_messages / sizeof status_messages[0]))
-        return "unknown status";
-    return status_messages[status];
+    return status < 0 || status >= NSTATUSES ? "unknown status" : statuses[status].message;
 }
 
-static const char *const method_names[SLIDE_NMETHODS] = {
-    [SLIDE_SIMPLE] = "simple",   [SLIDE_SLIDE1D] = "slide1d",
-    [SLIDE_SLIDE2D] = "slide2d", [SLIDE_HYBRID] = "hybrid",
-    [SLIDE_SHRINK] = "shrink", [SLIDE_ROUTED] = "routed",
+const char *slide_status_name(int status)
+{
+    return status < 0 || status >= NSTATUSES ? NULL : statuses[status].name;
+}
+
+/* Each method once: its name and what callers need to know of it. */
+static const struct {
+    const char *name;
+    int one_rank_per_node, chooses;
+} methods[SLIDE_NMETHODS] = {
+    [SLIDE_SIMPLE] = {"simple", 1, 0},   [SLIDE_SLIDE1D] = {"slide1d", 1, 0},
+    [SLIDE_SLIDE2D] = {"slide2d", 1, 0}, [SLIDE_HYBRID] = {"hybrid", 1, 0},
+    [SLIDE_SHRINK] = {"shrink", 0, 0},   [SLIDE_ROUTED] = {"routed", 1, 1},
 };
 
 const char *slide_method_name(int method)
 {
-    if (method < 0 || method >= SLIDE_NMETHODS)
-        return NULL;
-    return method_names[method];
+    return method < 0 || method >= SLIDE_NMETHODS ? NULL : methods[method].name;
+}
+
+int slide_method_one_rank_per_node(int method)
+{
+    return method < 0 || method >= SLIDE_NMETHODS ? -1 : methods[method].one_rank_per_node;
+}
+
+int slide_method_chooses(int method)
+{
+    return method < 0 || method >= SLIDE_NMETHODS ? -1 : methods[method].chooses;
 }
 
 int slide_method_parse(const char *name, slide_method *out)
@@ -52,12 +79,21 @@ int slide_method_parse(const char *name, slide_method *out)
     if (name == NULL || out == NULL)
         return SLIDE_EINVAL;
     for (int m = 0; m < SLIDE_NMETHODS; m++) {
-        if (strcmp(name, method_names[m]) == 0) {
+        if (strcmp(name, methods[m].name) == 0) {
             *out = (slide_method)m;
             return SLIDE_OK;
         }
     }
     return SLIDE_EMETHOD;
+}
+
+const char *slide_choice_kind_name(int kind)
+{
+    static const char *const kinds[] = {
+        [SLIDE_CHOICE_NONE] = "none",     [SLIDE_CHOICE_BLOCK] = "block", [SLIDE_CHOICE_DIRECT] = "direct",
+        [SLIDE_CHOICE_HYBRID] = "hybrid", [SLIDE_CHOICE_CROSS] = "cross",
+    };
+    return kind < 0 || kind >= (int)(sizeof kinds / sizeof kinds[0]) ? NULL : kinds[kind];
 }
 
 /* Parse a decimal number at *p (no sign); advance *p. Returns 0 if no digit,

@@ -170,8 +170,17 @@ static void test_parse(void)
                   strcmp(slide_strerror(code), "unknown status") != 0,
               "message for %d", code);
     CHECK(strcmp(slide_strerror(999), "unknown status") == 0, "unknown code");
-    CHECK(strstr(slide_strerror(SLIDE_EMETHOD), "simple, slide1d, slide2d, hybrid, shrink or routed") != NULL,
-          "method message lists the choices");
+    CHECK(strcmp(slide_status_name(SLIDE_OK), "OK") == 0 && strcmp(slide_status_name(SLIDE_ENOSPARE), "ENOSPARE") == 0 &&
+              strcmp(slide_status_name(SLIDE_ETOPO_FIT), "ETOPO_FIT") == 0 && slide_status_name(SLIDE_ETOPO_FIT + 1) == NULL &&
+              slide_status_name(-1) == NULL,
+          "status names");
+    for (int i = 0; i < SLIDE_NMETHODS; i++)
+        CHECK(slide_method_one_rank_per_node(i) == (i != SLIDE_SHRINK) && slide_method_chooses(i) == (i == SLIDE_ROUTED),
+              "traits of %s", names[i]);
+    CHECK(slide_method_one_rank_per_node(SLIDE_NMETHODS) == -1 && slide_method_chooses(-1) == -1, "traits out of range");
+    CHECK(strcmp(slide_choice_kind_name(SLIDE_CHOICE_HYBRID), "hybrid") == 0 &&
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 && slide_choice_kind_name(5) == NULL,
+          "choice kind names");
 }
 
 /* ---- layout --------------------------------------------------------------- */
@@ -542,25 +551,23 @@ static void test_properties(void)
 
 /* ---- promises: hop bounds and link loads ------------------------------------ */
 
+/* The stencil's neighbour pairs in the core's order (slide_stencil_messages():
+ * the two messages of pair k are 2k and 2k + 1, lower rank first): src and dst
+ * of at least 6 * ranks entries. Returns the number of pairs. */
+static int64_t stencil_pairs(const slide_layout *lay, int periodic, int32_t *src, int32_t *dst)
+{
+    return slide_stencil_messages(lay, periodic, -1, src, dst, 6 * (int64_t)lay->ranks) / 2;
+}
+
+/* Hops of each neighbour pair under map, in stencil_pairs() order; 0 past the last. */
 static void pair_hops(const slide_layout *lay, const int32_t *map, int periodic,
                       int32_t *hops /* [ranks * 3] */)
 {
-    const int32_t *L = lay->logical;
-    const int32_t rs[3] = {L[1] * L[2], L[2], 1};
-    int32_t r = 0;
-    for (int32_t x = 0; x < L[0]; x++)
-        for (int32_t y = 0; y < L[1]; y++)
-            for (int32_t z = 0; z < L[2]; z++, r++) {
-                int32_t lc[3] = {x, y, z};
-                for (int d = 0; d < 3; d++) {
-                    int32_t other = -1;
-                    if (lc[d] + 1 < L[d])
-                        other = r + rs[d];
-                    else if (periodic && L[d] >= 3)
-                        other = r - lc[d] * rs[d];
-                    hops[r * 3 + d] = other < 0 ? 0 : slide_hops(lay, map[r], map[other]);
-                }
-            }
+    int32_t *src = malloc((size_t)lay->ranks * 6 * sizeof *src), *dst = malloc((size_t)lay->ranks * 6 * sizeof *dst);
+    int64_t n = stencil_pairs(lay, periodic, src, dst);
+    for (int64_t k = 0; k < 3 * (int64_t)lay->ranks; k++)
+        hops[k] = k < n ? slide_hops(lay, map[src[2 * k]], map[dst[2 * k]]) : 0;
+    free(src), free(dst);
 }
 
 /* 1 if some neighbour pair sits exactly half an even torus ring apart in a
@@ -570,32 +577,20 @@ static int has_tie_pair(const slide_layout *lay, const int32_t *map, int periodi
 {
     if (!lay->grid.periodic)
         return 0;
-    const int32_t *L = lay->logical;
-    const int32_t rs[3] = {L[1] * L[2], L[2], 1};
-    int32_t r = 0;
-    for (int32_t x = 0; x < L[0]; x++)
-        for (int32_t y = 0; y < L[1]; y++)
-            for (int32_t z = 0; z < L[2]; z++, r++) {
-                int32_t lc[3] = {x, y, z};
-                for (int d = 0; d < 3; d++) {
-                    int32_t other = -1;
-                    if (lc[d] + 1 < L[d])
-                        other = r + rs[d];
-                    else if (periodic && L[d] >= 3)
-                        other = r - lc[d] * rs[d];
-                    if (other < 0)
-                        continue;
-                    int32_t a[3], b[3];
-                    slide_node_coords(lay, map[r], a);
-                    slide_node_coords(lay, map[other], b);
-                    for (int e = 0; e < 3; e++) {
-                        int32_t dd = a[e] > b[e] ? a[e] - b[e] : b[e] - a[e];
-                        if (dd != 0 && 2 * dd == lay->grid.size[e])
-                            return 1;
-                    }
-                }
-            }
-    return 0;
+    int32_t *src = malloc((size_t)lay->ranks * 6 * sizeof *src), *dst = malloc((size_t)lay->ranks * 6 * sizeof *dst);
+    int64_t n = stencil_pairs(lay, periodic, src, dst);
+    int tie = 0;
+    for (int64_t k = 0; k < n && !tie; k++) {
+        int32_t a[3], b[3];
+        slide_node_coords(lay, map[src[2 * k]], a);
+        slide_node_coords(lay, map[dst[2 * k]], b);
+        for (int e = 0; e < 3; e++) {
+            int32_t dd = a[e] > b[e] ? a[e] - b[e] : b[e] - a[e];
+            tie |= dd != 0 && 2 * dd == lay->grid.size[e];
+        }
+    }
+    free(src), free(dst);
+    return tie;
 }
 
 static void test_promises(void)

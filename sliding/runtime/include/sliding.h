@@ -55,9 +55,13 @@
  * becomes the committed one only after an agreement, so a failure during a
  * checkpoint leaves the previous one in force.
  *
- * Errors are returned as SLIDING_ERR_* codes; sliding_strerror() gives a
- * one-line message. Every function must be called by the same processes as
- * described; none of them aborts the job.
+ * Errors are returned as SLIDING_ERR_* codes (sliding_names.h);
+ * sliding_strerror() gives a one-line message. Every function must be called
+ * by the same processes as described; none of them aborts the job.
+ *
+ * Fault injection: the runtime stops at the kill points of sliding_names.h
+ * (ftslide_killpoint.h); an application marks the start of its iteration I
+ * as the point iter=I.
  */
 #ifndef SLIDING_H
 #define SLIDING_H
@@ -65,6 +69,8 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "sliding_names.h" /* enum sliding_status, sliding_strerror(), the kill points */
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,17 +81,6 @@ enum sliding_role {
     SLIDING_SURVIVOR = 1,
     SLIDING_PROMOTED = 2,
     SLIDING_FINISHED = 3,
-};
-
-enum sliding_status {
-    SLIDING_OK = 0,
-    SLIDING_ERR_ARG,         /* bad argument: grid, spares or method string, NULL pointer */
-    SLIDING_ERR_SIZE,        /* communicator size differs from the node count */
-    SLIDING_ERR_NO_SPARE,    /* the failures exceed what the method can absorb */
-    SLIDING_ERR_DATA_LOST,   /* a rank's node and its buddy's node both failed */
-    SLIDING_ERR_STATE,       /* call out of order (e.g. register after start) */
-    SLIDING_ERR_MPI,         /* an MPI call failed for a reason other than a failure */
-    SLIDING_ERR_NOMEM,
 };
 
 typedef struct sliding sliding_t;
@@ -132,8 +127,6 @@ int sliding_finalize(sliding_t *s);
 
 /* Free the library's communicators and memory (every process). */
 void sliding_free(sliding_t *s);
-
-const char *sliding_strerror(int status);
 
 /* Introspection for applications and tests. */
 int sliding_rank(const sliding_t *s);             /* logical rank, -1 if none */

@@ -52,24 +52,10 @@ struct sliding {
     sliding_recovery_times last;
 };
 
-static const char *const messages[] = {
-    [SLIDING_OK] = "success",
-    [SLIDING_ERR_ARG] = "invalid grid, spare layout or method (the runtime supports simple, slide1d, "
-                        "slide2d, hybrid and routed)",
-    [SLIDING_ERR_SIZE] = "the communicator must have one process per node of the grid, spares included",
-    [SLIDING_ERR_NO_SPARE] = "out of spares: the failures exceed what the method can absorb",
-    [SLIDING_ERR_DATA_LOST] = "a rank's node and its buddy's node both failed: its checkpoint is lost",
-    [SLIDING_ERR_STATE] = "call out of order (register before start; checkpoint and recover after it)",
-    [SLIDING_ERR_MPI] = "an MPI call failed for a reason other than a process failure",
-    [SLIDING_ERR_NOMEM] = "out of memory",
-};
-
-const char *sliding_strerror(int status)
+/* Dies here if fault injection names this node and point (FTSLIDE_KILL). */
+static void killpoint(const sliding_t *s, enum sliding_point point)
 {
-    if (status < 0 || status > SLIDING_ERR_NOMEM) {
-        return "unknown sliding status";
-    }
-    return messages[status];
+    ftslide_killpoint(s->node, sliding_point_name(point));
 }
 
 static int rank_of_node(const sliding_t *s, int node)
@@ -109,7 +95,7 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
     slide_method m;
     slide_layout layout;
     if (slide_grid_parse(grid, &g) || slide_spares_parse(spares, &sp) ||
-        slide_method_parse(method, &m) || m == SLIDE_SHRINK ||
+        slide_method_parse(method, &m) || slide_method_one_rank_per_node(m) != 1 ||
         slide_layout_init(&layout, &g, &sp)) {
         return SLIDING_ERR_ARG;
     }
@@ -344,7 +330,7 @@ static int recover_all(sliding_t *s)
         (void)MPIX_Comm_agree(s->cart, &none);
     }
     for (t.attempts = 1; t.attempts <= MAX_ATTEMPTS; t.attempts++) {
-        ftslide_killpoint(s->node, "recovery_start");
+        killpoint(s, SLIDING_POINT_RECOVERY_START);
         double phase = now();
         MPIX_Comm_revoke(s->alive);
         if (s->cart != MPI_COMM_NULL) {
@@ -359,7 +345,7 @@ static int recover_all(sliding_t *s)
         append_failed_batch(s, shrunk);
         MPI_Comm_free(&s->alive);
         s->alive = shrunk;
-        ftslide_killpoint(s->node, "recovery_agree");
+        killpoint(s, SLIDING_POINT_RECOVERY_AGREE);
         /* Waiting processes missed the checkpoints taken since they started waiting. */
         int64_t version = s->version;
         int rc = MPI_Allreduce(&s->version, &version, 1, MPI_INT64_T, MPI_MAX, s->alive);
@@ -379,7 +365,7 @@ static int recover_all(sliding_t *s)
             continue;
         }
 
-        ftslide_killpoint(s->node, "recovery_map");
+        killpoint(s, SLIDING_POINT_RECOVERY_MAP);
         phase = now();
         int32_t err_index;
         int map_rc = slide_map(&s->layout, s->method, s->failed, s->nfailed, s->new_map, s->work,
@@ -400,11 +386,11 @@ static int recover_all(sliding_t *s)
         }
         memcpy(s->map, s->new_map, sizeof(int32_t) * (size_t)s->layout.ranks);
 
-        ftslide_killpoint(s->node, "recovery_rebuild");
+        killpoint(s, SLIDING_POINT_RECOVERY_REBUILD);
         phase = now();
         rc = build_cart(s);
         t.rebuild += now() - phase;
-        ftslide_killpoint(s->node, "recovery_state");
+        killpoint(s, SLIDING_POINT_RECOVERY_STATE);
         phase = now();
         if (rc == MPI_SUCCESS && version >= 0) {
             s->version = version;
@@ -425,7 +411,7 @@ static int recover_all(sliding_t *s)
             MPIX_Comm_revoke(s->alive);
         }
 
-        ftslide_killpoint(s->node, "recovery_commit");
+        killpoint(s, SLIDING_POINT_RECOVERY_COMMIT);
         phase = now();
         int ok = rc == MPI_SUCCESS;
         rc = MPIX_Comm_agree(s->alive, &ok);
@@ -452,7 +438,7 @@ static int recover_all(sliding_t *s)
 static int wait_for_work(sliding_t *s, int *role)
 {
     for (;;) {
-        ftslide_killpoint(s->node, "waiting");
+        killpoint(s, SLIDING_POINT_WAITING);
         char token;
         MPI_Request req;
         MPI_Status status;
@@ -479,7 +465,7 @@ static int wait_for_work(sliding_t *s, int *role)
             return result;
         }
         if (rank_of_node(s, s->node) >= 0) {
-            ftslide_killpoint(s->node, "promoted");
+            killpoint(s, SLIDING_POINT_PROMOTED);
             *role = SLIDING_PROMOTED;
             return SLIDING_OK;
         }
@@ -531,7 +517,7 @@ int sliding_checkpoint(sliding_t *s, int64_t version)
         return SLIDING_ERR_STATE;
     }
     int rc = exchange_checkpoint(s, version);
-    ftslide_killpoint(s->node, "checkpoint");
+    killpoint(s, SLIDING_POINT_CHECKPOINT);
     int ok = rc == MPI_SUCCESS;
     int agree_rc = MPIX_Comm_agree(s->cart, &ok);
     s->cart_closed = agree_rc != MPI_SUCCESS || !ok;

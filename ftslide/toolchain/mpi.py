@@ -1,4 +1,10 @@
-"""Compiling and launching MPI programs with the project's Open MPI build."""
+"""Compiling and launching MPI programs with the project's Open MPI build.
+
+Errors and cost: FtslideError (one line) for a missing program, a bad mpirun option or a failed
+compile; ``run`` raises MpirunTimeout (with the stacks if asked) when a launch outlives its
+timeout and kills the launch's whole session either way. ``compile_program`` costs one ``mpicc``
+per change of its inputs (a hash otherwise); the process helpers read ``/proc`` (O(processes)).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ from typing import Callable, Sequence
 from ..errors import FtslideError
 from .native import REPO
 from .ompi import MARKER, cache_root, mpi_environment
+
+__all__ = ["MULTINODE_ULFM_OPTIONS", "launch_environment", "mpirun_argv", "compile_program", "split_program",
+           "check_program", "MpirunTimeout", "process_stacks", "run", "launch_scratch", "ensure_stdin",
+           "kill_processes", "processes_with", "run_marker"]
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)

@@ -2,6 +2,11 @@
 
 The build tree is ``<repo>/build``; shared libraries land in ``build/lib`` and
 programs in ``build/bin`` (see the top-level CMakeLists.txt).
+
+Errors and cost: FtslideError (one line) when CMake is missing, the build fails or a library or
+program is not there. ``build_native`` costs a configure the first time (seconds) and a no-op
+build (well under a second) after; ``bind_library`` and ``c_enum`` one ``dlopen`` and one call per
+name.
 """
 
 from __future__ import annotations
@@ -9,9 +14,13 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+from enum import IntEnum
 from pathlib import Path
+from typing import Callable
 
 from ..errors import FtslideError
+
+__all__ = ["REPO", "build_native", "native_library", "native_program", "bind_library", "CEnum", "c_enum"]
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DIR = REPO / "build"
@@ -82,3 +91,29 @@ def bind_library(name: str, signatures: dict, structs: dict, binding: str) -> ct
             raise FtslideError(f"lib{name}.so does not match {binding} ({struct.__name__[2:]} size "
                                "differs): rebuild with 'cmake --build build'")
     return lib
+
+
+class CEnum(IntEnum):
+    """A member of a C enumeration that a binding read from its library (see :func:`c_enum`):
+    ``int(member)`` is the C value, ``member.label`` the C name string, ``member.name`` that string
+    in upper case."""
+
+    @property
+    def label(self) -> str:
+        return type(self)._labels[self.value]  # type: ignore[attr-defined, no-any-return]
+
+
+def c_enum(name: str, name_of: Callable[[int], bytes | None], base: type[CEnum] = CEnum) -> type[CEnum]:
+    """The C enumeration whose names ``name_of`` gives (a C function returning the name of value
+    0, 1, 2, ... and NULL after the last), as a subclass of ``base`` (a :class:`CEnum` without
+    members, which may add properties) called ``name``.
+
+    This is how Python knows the core's methods, statuses and kill points: C spells each name once.
+    Cost: one call per member.
+    """
+    labels: list[str] = []
+    while (text := name_of(len(labels))) is not None:
+        labels.append(text.decode())
+    enum = base(name, [(label.upper(), value) for value, label in enumerate(labels)])  # type: ignore[call-overload]
+    enum._labels = labels  # type: ignore[attr-defined]
+    return enum

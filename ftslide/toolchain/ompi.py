@@ -14,6 +14,10 @@ full key it was built from. A prefix whose full key matches is reused as it is; 
 change to overlay sources only is rebuilt incrementally in the kept build tree.
 Installation goes to a staging directory first and is renamed into place, so a
 failed or interrupted build never leaves a half-installed prefix behind.
+
+Errors and cost: FtslideError (one line, naming the log of a failed step) for missing inputs, a
+wrong checksum, no disk space or a failed step. ``build`` costs 8 to 9 minutes on 2 cores cold,
+less incrementally, seconds when the prefix is reused; the key functions read the inputs (O(size)).
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ from typing import Callable, Iterator
 from ..errors import FtslideError
 from .native import REPO
 from ..ui.progress import Progress
+
+__all__ = ["MARKER", "Overlay", "BuildInputs", "load_inputs", "cache_root", "sha256_file", "overlay_files",
+           "is_build_system_file", "patched_paths", "patch_label", "needs_autogen", "tree_key", "full_key",
+           "prefix_path", "prefix_problem", "require_prefix", "ft_support", "mpi_environment",
+           "fetch_debian_source", "resolve_tarball", "sync_overlays", "build"]
 
 CONFIG = REPO / "ompi-ulfm" / "build.toml"
 PATCH_DIR = REPO / "ompi-ulfm" / "patches"
@@ -112,6 +121,7 @@ def cache_root() -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks. Cost O(size)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -131,6 +141,8 @@ def overlay_files(inputs: BuildInputs) -> list[tuple[Path, str]]:
 
 
 def is_build_system_file(rel_path: str) -> bool:
+    """Whether an overlay or patched file is part of the build system (Makefile.am, configure.m4,
+    ...): changing one needs autogen and configure again."""
     name = os.path.basename(rel_path)
     return name in BUILD_SYSTEM_NAMES or name.endswith(".m4")
 
@@ -160,6 +172,9 @@ def needs_autogen(inputs: BuildInputs) -> bool:
 
 
 def tree_key(inputs: BuildInputs, sha256: str) -> str:
+    """Hash of what the configured tree depends on: the procedure, the source, configure
+    options, patches, overlay paths and build-system overlays (not the other overlays'
+    contents, which an incremental build brings up to date). Cost: reads the patches."""
     digest = hashlib.sha256()
     for part in (PROCEDURE_VERSION, sha256, *inputs.configure_options):
         digest.update(part.encode() + b"\0")
@@ -173,6 +188,8 @@ def tree_key(inputs: BuildInputs, sha256: str) -> str:
 
 
 def full_key(inputs: BuildInputs, sha256: str) -> str:
+    """Hash of every input, overlay contents included: equal keys, equal builds. Cost: reads
+    every overlay file."""
     digest = hashlib.sha256(tree_key(inputs, sha256).encode())
     for source, rel in overlay_files(inputs):
         digest.update(rel.encode() + b"\0" + source.read_bytes() + b"\0")
@@ -180,6 +197,7 @@ def full_key(inputs: BuildInputs, sha256: str) -> str:
 
 
 def prefix_path(inputs: BuildInputs, sha256: str) -> Path:
+    """Where the build of these inputs is (or will be) installed: keyed by ``tree_key``."""
     return cache_root() / "ompi" / f"openmpi-{inputs.version}-{tree_key(inputs, sha256)[:12]}"
 
 

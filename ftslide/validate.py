@@ -23,6 +23,9 @@ and as SimGrid and the model route through it.
 
 Costs: one ``mpirun`` per map and repeat (about 10 s of start-up for 18 ranks on 2 cores, plus
 (iterations + 1) halo exchanges); the simulations take seconds.
+
+Errors: ``plan`` raises FtslideError (one line) for anything wrong before anything is created;
+``run`` raises it when a launch or a simulation fails, and removes the cluster either way.
 """
 
 from __future__ import annotations
@@ -35,19 +38,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from ..build import mpi
-from ..build.mpi import compile_program
-from ..build.ompi import require_prefix
-from ..errors import FtslideError
-from ..jobmgr import cluster as netcluster
-from ..sliding import core as sc
-from ..sliding.topology import Topology, parse_topology
-from . import smpi
-from .network import NetParams
-from .placement import Placement, make_placement
-from .platform import hostfile, platform_xml
-from .sweep import draw_failures, kernel_name
-from ..ui.output import new_figure, save_figure
+from .errors import FtslideError
+from .jobmgr import cluster as netcluster
+from .simulation import smpi
+from .simulation.network import NetParams
+from .simulation.placement import Placement, make_placement
+from .simulation.platform import hostfile, platform_xml
+from .simulation.sweep import draw_failures, kernel_name
+from .sliding import core as sc
+from .sliding.topology import Topology, parse_topology
+from .toolchain import mpi
+from .toolchain.mpi import compile_program
+from .toolchain.ompi import require_prefix
+from .ui.output import new_figure, save_figure
+from .units import parse_rate, parse_time
+
+__all__ = ["COMPILE_FLAGS", "default_methods", "ValidateConfig", "Case", "Plan", "link_params",
+           "memory_available", "plan", "predict", "eager_options", "mpirun_options", "launch", "measure",
+           "summary", "plot", "run"]
 
 # What the emulated links carry per second of their tc rate: at an MTU of 1500 a TCP segment
 # with timestamps holds 1448 payload bytes in a 1514-byte frame (IP 20, TCP 32, Ethernet 14),
@@ -63,8 +71,19 @@ NAMESPACE_MEMORY = 4 * 2**20
 COMPILE_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra", "-Werror")
 
 
+def default_methods() -> tuple[str, ...]:
+    """The methods compared unless told: all that keep one rank per node but slide2d, which spends a
+    whole spare plane per failure (the default torus:3x3x3 has one)."""
+    m = sc.Method
+    return tuple(method.label for method in (m.SIMPLE, m.SLIDE1D, m.HYBRID, m.ROUTED))
+
+
 @dataclass(frozen=True)
 class ValidateConfig:
+    """What ``ftslide validate`` runs: topology, grid, spares, methods, how many failures (seeded),
+    the links' rate and delay, halo size, pattern, iterations and repeats, the cluster's name
+    and the timeout of each mpirun."""
+
     topology: str
     spares: str
     methods: tuple[str, ...]
@@ -108,9 +127,8 @@ class Plan:
 
 def link_params(rate: str, delay: str | None) -> NetParams:
     """The platform's link: the rate's TCP payload per second, the latency plus the delay."""
-    bits = netcluster.rate_bits(rate)
-    lat = LINK_LATENCY + (netcluster.delay_seconds(delay) if delay else 0.0)
-    return NetParams(bw=bits / 8 * LINK_EFFICIENCY, lat=lat, speed=1e9)
+    lat = LINK_LATENCY + (parse_time(delay, "delay") if delay else 0.0)
+    return NetParams(bw=parse_rate(rate, "rate") * LINK_EFFICIENCY, lat=lat, speed=1e9)
 
 
 def memory_available() -> int:
@@ -131,11 +149,11 @@ def plan(cfg: ValidateConfig) -> Plan:
     placement = make_placement(topology, cfg.grid, cfg.spares)
     layout = placement.layout
     if not cfg.methods:
-        raise FtslideError("no method given: choose from " + ", ".join(m for m in sc.METHODS if m != "shrink"))
+        raise FtslideError("no method given: choose from " +
+                           ", ".join(m.label for m in sc.methods() if m.one_rank_per_node))
     for method in cfg.methods:
-        sc.method_id(method)
-        if method == "shrink":
-            raise FtslideError("shrink puts two ranks on one node, which a run of one process per node "
+        if not sc.parse_method(method).one_rank_per_node:
+            raise FtslideError(f"{method} puts two ranks on one node, which a run of one process per node "
                                "cannot show: leave it out of --methods")
     if len(set(cfg.methods)) != len(cfg.methods):
         raise FtslideError("a method is listed twice: list each once")

@@ -1,0 +1,60 @@
+/*
+ * sliding_names.h -- the names of the sliding runtime, without MPI: its
+ * status codes with their messages, and the kill points where fault
+ * injection may stop a process (ftslide_killpoint.h).
+ *
+ * C spells each name once, here and in sliding_names.c. libsliding carries
+ * them; CMake also builds them alone into libslidenames.so, from which the
+ * Python driver (ftslide/sliding/runtime.py) reads them: a name function
+ * called with 0, 1, 2, ... returns each name, then NULL. Every string is
+ * static; every function is O(1).
+ */
+#ifndef SLIDING_NAMES_H
+#define SLIDING_NAMES_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum sliding_status {
+    SLIDING_OK = 0,
+    SLIDING_ERR_ARG,         /* bad argument: grid, spares or method string, NULL pointer */
+    SLIDING_ERR_SIZE,        /* communicator size differs from the node count */
+    SLIDING_ERR_NO_SPARE,    /* the failures exceed what the method can absorb */
+    SLIDING_ERR_DATA_LOST,   /* a rank's node and its buddy's node both failed */
+    SLIDING_ERR_STATE,       /* call out of order (e.g. register after start) */
+    SLIDING_ERR_MPI,         /* an MPI call failed for a reason other than a failure */
+    SLIDING_ERR_NOMEM,
+};
+
+/* Kill points, in the order a run meets them. A process dies at point P when
+ * FTSLIDE_KILL names "NODE@P" for its node (= world rank). */
+enum sliding_point {
+    SLIDING_POINT_ITER,             /* the application's: the start of iteration I, written iter=I */
+    SLIDING_POINT_CHECKPOINT,       /* in sliding_checkpoint, copies exchanged, not committed */
+    SLIDING_POINT_WAITING,          /* a process without a rank, each time it starts waiting */
+    SLIDING_POINT_RECOVERY_START,   /* each attempt of a recovery, before its revoke and shrink */
+    SLIDING_POINT_RECOVERY_AGREE,   /* after the shrink, before the agreement on the checkpoint */
+    SLIDING_POINT_RECOVERY_MAP,     /* before the new map */
+    SLIDING_POINT_RECOVERY_REBUILD, /* before the Cartesian communicator is rebuilt */
+    SLIDING_POINT_RECOVERY_STATE,   /* before the state moves */
+    SLIDING_POINT_RECOVERY_COMMIT,  /* before the commit agreement */
+    SLIDING_POINT_PROMOTED,         /* a spare that has just been given a rank */
+};
+
+/* One-line message of a status ("unknown sliding status" for others). */
+const char *sliding_strerror(int status);
+
+/* Name of a status, its enumerator without the SLIDING_ prefix ("ERR_NO_SPARE"),
+ * or NULL outside enum sliding_status. */
+const char *sliding_status_name(int status);
+
+/* Name of a kill point ("iter", "checkpoint", ..., "promoted"), or NULL outside
+ * enum sliding_point. */
+const char *sliding_point_name(int point);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,51 @@
+/* The names of sliding_names.h: each status and kill point once. No MPI. */
+#include "sliding_names.h"
+
+#include <stddef.h>
+
+/* A status: its name (the enumerator without "SLIDING_") and its message. */
+#define STATUS(code, message) [code] = {#code + sizeof "SLIDING_" - 1, message}
+static const struct {
+    const char *name, *message;
+} statuses[] = {
+    STATUS(SLIDING_OK, "success"),
+    STATUS(SLIDING_ERR_ARG, "invalid grid, spare layout or method (a process per node cannot run a method that "
+                            "puts several ranks on one node)"),
+    STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included"),
+    STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb"),
+    STATUS(SLIDING_ERR_DATA_LOST, "a rank's node and its buddy's node both failed: its checkpoint is lost"),
+    STATUS(SLIDING_ERR_STATE, "call out of order (register before start; checkpoint and recover after it)"),
+    STATUS(SLIDING_ERR_MPI, "an MPI call failed for a reason other than a process failure"),
+    STATUS(SLIDING_ERR_NOMEM, "out of memory"),
+};
+#undef STATUS
+#define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
+
+static const char *const points[] = {
+    [SLIDING_POINT_ITER] = "iter",
+    [SLIDING_POINT_CHECKPOINT] = "checkpoint",
+    [SLIDING_POINT_WAITING] = "waiting",
+    [SLIDING_POINT_RECOVERY_START] = "recovery_start",
+    [SLIDING_POINT_RECOVERY_AGREE] = "recovery_agree",
+    [SLIDING_POINT_RECOVERY_MAP] = "recovery_map",
+    [SLIDING_POINT_RECOVERY_REBUILD] = "recovery_rebuild",
+    [SLIDING_POINT_RECOVERY_STATE] = "recovery_state",
+    [SLIDING_POINT_RECOVERY_COMMIT] = "recovery_commit",
+    [SLIDING_POINT_PROMOTED] = "promoted",
+};
+#define NPOINTS (int)(sizeof points / sizeof points[0])
+
+const char *sliding_strerror(int status)
+{
+    return status < 0 || status >= NSTATUSES ? "unknown sliding status" : statuses[status].message;
+}
+
+const char *sliding_status_name(int status)
+{
+    return status < 0 || status >= NSTATUSES ? NULL : statuses[status].name;
+}
+
+const char *sliding_point_name(int point)
+{
+    return point < 0 || point >= NPOINTS ? NULL : points[point];
+}
