@@ -57,4 +57,13 @@ static inline MPI_Comm ftcheck_dup_world(void)
 /* Report the error class of an MPI return code under KEY. */
 #define FTCHECK_RC(key, rc) FTCHECK(key, "%s", ftcheck_class(rc))
 
+/* The verdict of a pattern program (tests/mpi/patterns) on its own run, one
+ * per surviving rank, printed just before MPI_Finalize: "outcome=ok", or
+ * "outcome=wrong" preceded by "why=WHY" (the first thing found wrong). */
+static inline void ftcheck_outcome(const char *why)
+{
+    if (why != NULL) FTCHECK("why", "%s", why);
+    FTCHECK("outcome", "%s", why == NULL ? "ok" : "wrong");
+}
+
 #endif

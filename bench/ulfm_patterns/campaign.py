@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The campaign of ULFM programs written the way users write them, ours against upstream's modules.
+
+    python bench/ulfm_patterns/campaign.py [--patterns ring,master-worker,...] [--np 4,6,8] [--runs 20]
+        [--modules ours,upstream] [--where node,cluster] [--seed 1] [--timeout 60] [--json out.json]
+
+Every cell (pattern x np x place x module set) runs ``--runs`` times; run k of a cell kills the
+ranks seed ``seed + k`` names (tests/harness/ulfm_patterns.py, ``plan``), the same kills for both
+module sets, which run one after the other so that both meet the same machine. ``cluster`` is a
+4-node emulated cluster (2 slots a node, TCP between network namespaces in 198.18.0.0/15) that the
+campaign creates and removes. The table gives, per cell and module set, the runs, hangs, wrong
+results, errors and the median time of a run (mpirun start to end), and ours / upstream as the
+ratio of the medians; the JSON has every run, with the stacks of hung ones. Exit status 1 when a
+run with our modules hung, went wrong or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from ftslide.toolchain.ompi import require_prefix  # noqa: E402
+from ftslide.errors import FtslideError  # noqa: E402
+from ftslide.jobmgr import cluster as netcluster  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
+from harness.ulfm_patterns import MODULE_SETS, PATTERNS, Outcome, build, run_pattern  # noqa: E402
+
+VERDICTS = ("ok", "wrong", "hang", "error")
+
+
+def cell_summary(outcomes: list[Outcome]) -> dict[str, float | int]:
+    count = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in VERDICTS}
+    finished = [o.seconds for o in outcomes if o.verdict in ("ok", "wrong")]
+    return {"runs": len(outcomes), **count, "median_s": statistics.median(finished) if finished else float("nan")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patterns", default=",".join(PATTERNS))
+    parser.add_argument("--np", default="4,6,8")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--modules", default="ours,upstream")
+    parser.add_argument("--where", default="node,cluster")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    try:
+        patterns = [PATTERNS[name] for name in args.patterns.split(",")]
+        modules = args.modules.split(",")
+        wheres = args.where.split(",")
+        nps = [int(n) for n in args.np.split(",")]
+        if any(m not in MODULE_SETS for m in modules) or any(w not in ("node", "cluster") for w in wheres):
+            raise KeyError(args.modules + " " + args.where)
+        if min(nps) < 3 or args.runs < 1:
+            raise ValueError
+    except (KeyError, ValueError) as exc:
+        print(f"campaign.py: error: bad --patterns/--modules/--where/--np/--runs ({exc}); patterns: "
+              f"{','.join(PATTERNS)}; modules: {','.join(MODULE_SETS)}; where: node,cluster", file=sys.stderr)
+        return 2
+    try:
+        prefix = require_prefix()
+        binaries = {p.name: build(prefix, p) for p in patterns}
+    except FtslideError as exc:
+        print(f"campaign.py: error: {exc}", file=sys.stderr)
+        return 2
+
+    outcomes: list[Outcome] = []
+    cluster = None
+    started = time.monotonic()
+    total = len(patterns) * len(nps) * len(wheres) * len(modules) * args.runs
+    try:
+        for where in wheres:
+            launch = {}
+            if where == "cluster":
+                cluster = netcluster.up(f"u{uuid.uuid4().hex[:6]}", nodes=4, slots=2)
+                launch = {"cluster": cluster, "wrap": lambda argv: netcluster.job_argv(cluster, argv),
+                          "env": netcluster.launch_environment()}
+            for pattern in patterns:
+                for np in nps:
+                    for k in range(args.runs):
+                        for module_set in modules:
+                            outcome = run_pattern(prefix, binaries[pattern.name], pattern, np, args.seed + k,
+                                                  module_set, timeout=args.timeout, **launch)
+                            outcome.where = where
+                            outcomes.append(outcome)
+                            if not outcome.ok:
+                                print(f"  {where} {pattern.name} np {np} seed {args.seed + k} {module_set}: "
+                                      f"{outcome.verdict}: {outcome.detail} (kills {outcome.kills})",
+                                      file=sys.stderr, flush=True)
+                    done = len(outcomes)
+                    print(f"[{done}/{total}, {time.monotonic() - started:.0f} s] {where} {pattern.name} np {np}",
+                          file=sys.stderr, flush=True)
+            if cluster is not None:
+                netcluster.down(cluster.name)
+                cluster = None
+    finally:
+        if cluster is not None:
+            netcluster.down(cluster.name)
+
+    rows, cells = [], []
+    for where in wheres:
+        for pattern in patterns:
+            for np in nps:
+                summary = {m: cell_summary([o for o in outcomes if (o.where, o.pattern, o.np, o.modules)
+                                            == (where, pattern.name, np, m)]) for m in modules}
+                cells.append({"where": where, "pattern": pattern.name, "np": np, **summary})
+                row = [where, pattern.name, np]
+                for m in modules:
+                    s = summary[m]
+                    row += [f"{s['ok']}/{s['runs']}", s["hang"], s["wrong"] + s["error"], f"{s['median_s']:.2f}"]
+                if len(modules) == 2:
+                    a, b = summary[modules[0]]["median_s"], summary[modules[1]]["median_s"]
+                    row.append(f"{a / b:.2f}" if b == b and a == a and b > 0 else "-")
+                rows.append(row)
+    header = ["where", "pattern", "np"]
+    for m in modules:
+        header += [f"{m} ok", "hang", "wrong", "median s"]
+    if len(modules) == 2:
+        header.append(f"{modules[0]}/{modules[1]}")
+    print_table(header, rows)
+    for m in modules:
+        mine = [o for o in outcomes if o.modules == m]
+        print(f"{m}: {len(mine)} runs, {sum(o.verdict == 'hang' for o in mine)} hangs, "
+              f"{sum(o.verdict == 'wrong' for o in mine)} wrong, {sum(o.verdict == 'error' for o in mine)} errors, "
+              f"{sum(len(o.landed) for o in mine)} of {sum(len(o.kills) for o in mine)} planned kills landed")
+    print(f"{len(outcomes)} runs in {time.monotonic() - started:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps({"cells": cells, "runs": [asdict(o) for o in outcomes]}, indent=1))
+    ours_bad = [o for o in outcomes if o.modules == "ours" and not o.ok]
+    return 1 if ours_bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

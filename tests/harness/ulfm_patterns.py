@@ -1,0 +1,212 @@
+"""The ULFM programs of tests/mpi/patterns, each with its kill plans and its verdict.
+
+A pattern program is a ULFM program written the way users write them (ring with
+revoke-and-leave, master/worker on MPI_ANY_SOURCE, buddy checkpoints, ...).
+Each survivor judges its own run and prints ``ftcheck rank=R outcome=ok`` (or
+``outcome=wrong`` with ``why=...``); this module adds what no single rank can
+see: that every survivor answered, that the values all survivors must share are
+equal, and that the counts match the kills that landed.
+
+``plan(pattern, np, seed)`` draws the victims and their kill points from the
+seed (the same seed always gives the same kills); ``run_pattern`` runs one
+program once and returns an ``Outcome``: ``ok``, ``wrong`` (a check failed),
+``hang`` (no end within the timeout; the stacks of the stuck processes are
+kept) or ``error`` (mpirun failed).
+
+Used by tests/test_ulfm_patterns.py (a few seeds per pattern) and
+bench/ulfm_patterns/campaign.py (the full campaign, docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ftslide.toolchain import mpi
+
+from mpiharness import MPI_SOURCES, parse_run
+
+__all__ = ["MODULE_SETS", "PATTERNS", "Outcome", "Pattern", "build", "module_options", "plan", "run_pattern"]
+
+# mpirun options selecting each module set. Ours are the build's defaults; upstream's are its
+# coll/ftagree agreement (coll/ftera excluded) and its binomial-graph revoke.
+MODULE_SETS: dict[str, tuple[str, ...]] = {
+    "ours": (),
+    "upstream": ("--mca", "coll", "^ftera", "--mca", "mpi_ft_reliable_bcast", "bmg"),
+}
+
+Plan = Callable[[int, random.Random], dict[int, str]]
+
+
+def one_victim(point: str, first: int, last: Callable[[int], int], victims: str = "any") -> Plan:
+    """One kill: a victim (any rank, or not rank 0) at ``point`` % K, K drawn in first..last(np)."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        low = 1 if victims == "workers" else 0
+        return {rng.randrange(low, np): point % rng.randint(first, last(np))}
+
+    return draw
+
+
+def victims_at_distinct(point: str, count: int, first: int, last: int) -> Plan:
+    """``count`` kills: distinct victims, each at ``point`` % K with distinct K in first..last."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        return {victim: point % k for victim, k in zip(rng.sample(range(np), count),
+                                                        sorted(rng.sample(range(first, last + 1), count)))}
+
+    return draw
+
+
+def one_per_stage(point: str, stages: Callable[[int], int]) -> Plan:
+    """``stages(np)`` kills, one distinct victim at each of ``point`` % 0, % 1, ..."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        victims = rng.sample(range(np), stages(np))
+        return {victim: point % stage for stage, victim in enumerate(victims)}
+
+    return draw
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    source: str                  # below tests/mpi
+    args: tuple[str, ...]
+    plan: Plan
+    same: tuple[str, ...] = ()   # keys every survivor that prints them must print alike
+    what: str = ""
+
+
+PATTERNS: dict[str, Pattern] = {p.name: p for p in (
+    Pattern("ring", "patterns/ring_revoke.c", ("10", "shrink"), one_victim("iter=%d", 1, lambda np: 8),
+            ("survivors", "sum"), "ring of MPI_Sendrecv, revoke-and-leave, shrink"),
+    Pattern("ring-ishrink", "patterns/ring_revoke.c", ("10", "ishrink"), one_victim("iter=%d", 1, lambda np: 8),
+            ("survivors", "sum"), "the ring, recovered with MPIX_Comm_ishrink"),
+    Pattern("master-worker", "patterns/master_worker.c", ("60",),
+            one_victim("task=%d", 1, lambda np: 3, victims="workers"), (),
+            "master/worker on MPI_ANY_SOURCE, MPIX_ERR_PROC_FAILED_PENDING, failure_ack"),
+    Pattern("errhandler", "patterns/errhandler_ack.c", (), one_victim("iter=%d", 1, lambda np: 15),
+            ("survivors",), "an error handler that acknowledges and carries on"),
+    Pattern("insulation", "patterns/insulation.c", ("24",), one_victim("iter=%d", 0, lambda np: 22),
+            ("survivors",), "a failure stays on the communicators that hold the dead process"),
+    Pattern("respawn", "patterns/respawn.c", (), one_victim("iter=%d", 1, lambda np: 15),
+            ("survivors",), "shrink, MPI_Comm_spawn a replacement, merge, re-order ranks"),
+    Pattern("respawn-twice", "patterns/respawn.c", (), victims_at_distinct("iter=%d", 2, 1, 15),
+            ("survivors",), "the same, a second death after the first replacement joined"),
+    Pattern("buddy-checkpoint", "patterns/buddy_checkpoint.c", (), one_victim("iter=%d", 1, lambda np: 18),
+            ("survivors", "checksum"), "in-memory buddy checkpoint, rollback and recovery"),
+    Pattern("transactions", "patterns/transactions_agree.c", (), one_victim("iter=%d", 0, lambda np: 18),
+            ("survivors", "committed", "checksum"), "transactions closed by MPIX_Comm_agree"),
+    Pattern("five-failures", "patterns/five_failures_intercomm.c", (),
+            one_per_stage("stage=%d", lambda np: min(5, np - 2)), ("survivors",),
+            "failures in a row, each followed by shrink; then Intercomm_create + merge"),
+    Pattern("finalize", "patterns/finalize_after_failure.c", ("20",), one_victim("iter=%d", 1, lambda np: 18),
+            (), "revoke and MPI_Finalize with the dead process and pending requests"),
+    Pattern("iagree", "patterns/iagree_get_failed.c", ("30",), one_victim("round=%d", 0, lambda np: 28),
+            ("digest", "acked"), "MPIX_Comm_iagree with MPIX_Comm_get_failed / ack_failed"),
+)}
+
+
+def plan(pattern: Pattern, np: int, seed: int) -> dict[int, str]:
+    """The kills of run ``seed`` of ``pattern`` at ``np``: {world rank: kill point}."""
+    return pattern.plan(np, random.Random(f"{pattern.name}:{np}:{seed}"))
+
+
+def build(prefix: Path, pattern: Pattern, out_dir: Path | None = None) -> Path:
+    """The pattern's program, compiled with the build's mpicc (reused while unchanged)."""
+    return mpi.compile_program(prefix, [MPI_SOURCES / pattern.source], flags=("-O2", "-Wall", "-Werror"),
+                               out_dir=out_dir, include_dirs=[MPI_SOURCES])
+
+
+def module_options(modules: str, cluster: bool) -> list[str]:
+    """mpirun options of a module set; on the emulated cluster coll/han stays excluded too
+    (jobmgr.cluster.mpirun_options), so an exclusion of ftera joins it in one ``--mca coll``."""
+    options = list(MODULE_SETS[modules])
+    if cluster:
+        options = [*options[:1], "^han,ftera", *options[2:]] if options[:2] == ["--mca", "coll"] else options
+    return options
+
+
+@dataclass
+class Outcome:
+    pattern: str
+    np: int
+    seed: int
+    modules: str
+    where: str                        # "node" or the cluster's name
+    kills: dict[int, str]             # planned
+    landed: dict[int, str] = field(default_factory=dict)
+    verdict: str = "ok"               # ok | wrong | hang | error
+    detail: str = ""
+    seconds: float = 0.0
+    stacks: str = ""
+    output: str = ""                  # stdout and stderr tail, for a verdict other than ok
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapping[str, str]],
+          landed: Mapping[int, str]) -> tuple[str, str]:
+    """(verdict, detail) of a finished run."""
+    survivors = [rank for rank in range(np) if rank not in landed]
+    if returncode != 0:
+        return "error", f"mpirun exited with {returncode}"
+    for rank in survivors:
+        got = reports.get(rank, {})
+        if got.get("outcome") != "ok":
+            why = got.get("why") or ("no outcome line" if "outcome" not in got else got["outcome"])
+            return "wrong", f"rank {rank}: {why}"
+    for key in pattern.same:
+        values = {rank: reports[rank][key] for rank in survivors if key in reports.get(rank, {})}
+        if len(set(values.values())) > 1:
+            return "wrong", f"survivors disagree on {key}: {values}"
+    counts = {reports[rank]["survivors"] for rank in survivors if "survivors" in reports.get(rank, {})}
+    if counts and counts != {str(len(survivors))}:
+        return "wrong", f"survivors={sorted(counts)} with {len(survivors)} processes alive"
+    if pattern.name == "finalize":
+        unfinished = [rank for rank in survivors if reports.get(rank, {}).get("finalized") != "1"]
+        if unfinished:
+            return "wrong", f"MPI_Finalize did not return at ranks {unfinished}"
+    if pattern.name == "insulation":
+        clean = {0, 1} - {rank % 2 for rank in landed}
+        noisy = [rank for rank in survivors if rank % 2 in clean and reports[rank].get("half_errors") != "0"]
+        if noisy:
+            return "wrong", f"ranks {noisy} saw errors on a half communicator without a dead member"
+    return "ok", ""
+
+
+def run_pattern(prefix: Path, binary: Path, pattern: Pattern, np: int, seed: int, modules: str = "ours",
+                timeout: float = 60, cluster: object | None = None,
+                wrap: Callable[[list[str]], list[str]] | None = None,
+                env: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> Outcome:
+    """Run ``pattern`` once with the kills of ``seed``; ``wrap``/``env`` run it across an emulated
+    cluster (jobmgr.cluster.job_argv / launch_environment), whose name ``cluster`` gives."""
+    kills = plan(pattern, np, seed)
+    outcome = Outcome(pattern.name, np, seed, modules, getattr(cluster, "name", "node") if cluster else "node", kills)
+    run_env = {**(env or {}), "FTSLIDE_KILL": ",".join(f"{rank}@{point}" for rank, point in kills.items())}
+    args = [*module_options(modules, cluster is not None), *extra, "-np", str(np), str(binary), *pattern.args]
+    started = time.monotonic()
+    try:
+        result = mpi.run(prefix, args, timeout=timeout, env=run_env, stacks_on_timeout=True, wrap=wrap)
+    except mpi.MpirunTimeout as exc:
+        outcome.seconds = round(time.monotonic() - started, 3)
+        hung = parse_run(-9, exc.stdout, exc.stderr)
+        outcome.landed = {rank: point for rank, point in hung.killed.items() if kills.get(rank) == point}
+        silent = [rank for rank in range(np) if rank not in outcome.landed
+                  and "outcome" not in hung.reports.get(rank, {})]
+        outcome.verdict, outcome.detail = "hang", f"no end within {timeout:g} s; no outcome from ranks {silent}"
+        outcome.stacks, outcome.output = exc.stacks, (exc.stdout + exc.stderr)[-6000:]
+        return outcome
+    outcome.seconds = round(time.monotonic() - started, 3)
+    run = parse_run(result.returncode, result.stdout, result.stderr)
+    outcome.landed = {rank: point for rank, point in run.killed.items() if kills.get(rank) == point}
+    outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed)
+    if not outcome.ok:
+        outcome.output = (result.stdout + result.stderr)[-6000:]
+    return outcome

@@ -1,0 +1,116 @@
+/*
+ * Insulation between communicators: a failure, and the revoke that follows
+ * it, stay on the communicators that hold the dead process.
+ *
+ * The ranks split into two halves (even and odd world ranks); each iteration
+ * sums the world ranks over its half with MPI_Allreduce, and every 4th
+ * iteration over everybody (a dup of MPI_COMM_WORLD). After a death, the
+ * dead process's half gets an error on its half communicator, revokes it,
+ * shrinks it and goes on with the survivors of the half; the other half must
+ * see no error at all on its own half communicator, in any iteration, and
+ * its sums stay those of all its members. On the communicator of everybody,
+ * whoever gets an error revokes it and all shrink it.
+ *
+ * Checks: every sum is that of the members of the communicator it ran on
+ * (world ranks, from the communicator's group); no error on a half
+ * communicator without a dead member (half_errors=0, which the harness checks
+ * for the half without a victim); survivors=N is the size of a last shrink of
+ * the communicator of everybody.
+ *
+ * Kill points: "iter=K" at the start of iteration K (K in 0..ITERS-1).
+ *
+ * usage: insulation [ITERS]     (default 24)
+ */
+#include <stdlib.h>
+
+#include "ftcheck.h"
+
+/* Sum of the world ranks of comm's members. */
+static int member_sum(MPI_Comm comm)
+{
+    MPI_Group group, world;
+    int n, sum = 0;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_size(group, &n);
+    for (int i = 0; i < n; i++) {
+        int r;
+        MPI_Group_translate_ranks(group, 1, &i, world, &r);
+        sum += r;
+    }
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    return sum;
+}
+
+/* Revoke (unless the error says it is revoked), shrink, replace *comm. */
+static int recover(MPI_Comm *comm, int rc)
+{
+    int eclass;
+    MPI_Error_class(rc, &eclass);
+    if (eclass != MPIX_ERR_REVOKED) MPIX_Comm_revoke(*comm);
+    MPI_Comm shrunk;
+    rc = MPIX_Comm_shrink(*comm, &shrunk);
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Comm_free(comm);
+    *comm = shrunk;
+    return MPI_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int iters = argc > 1 ? atoi(argv[1]) : 24;
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm all, half;
+    MPI_Comm_dup(MPI_COMM_WORLD, &all);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_set_errhandler(all, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+    const char *why = NULL;
+    int half_errors = 0, half_recoveries = 0, all_recoveries = 0;
+
+    for (int iter = 0; iter < iters && why == NULL; iter++) {
+        ftslide_killpointf(rank, "iter=%d", iter);
+        int sum = 0, rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+        while (rc != MPI_SUCCESS && why == NULL) {
+            /* only a half with a dead member may get here */
+            half_errors++;
+            if (recover(&half, rc) != MPI_SUCCESS) why = "could not shrink the half communicator";
+            half_recoveries++;
+            rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+        }
+        if (why == NULL && sum != member_sum(half)) why = "wrong sum over the half";
+        if (iter % 4 == 3) {
+            rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, all);
+            while (rc != MPI_SUCCESS && why == NULL) {
+                if (recover(&all, rc) != MPI_SUCCESS) why = "could not shrink the communicator of everybody";
+                all_recoveries++;
+                rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, all);
+            }
+            if (why == NULL && sum != member_sum(all)) why = "wrong sum over everybody";
+        }
+    }
+    /* a half whose members are all alive never saw an error: the harness
+     * compares half_errors with the halves of the kills that landed */
+    int nall = -1, nhalf;
+    MPI_Comm final;
+    if (MPIX_Comm_shrink(all, &final) == MPI_SUCCESS) { /* whoever is alive now, for the count */
+        MPI_Comm_size(final, &nall);
+        MPI_Comm_free(&final);
+    } else if (why == NULL) {
+        why = "the final shrink failed";
+    }
+    MPI_Comm_size(half, &nhalf);
+    FTCHECK("half_errors", "%d", half_errors);
+    FTCHECK("half_size", "%d", nhalf);
+    FTCHECK("all_recoveries", "%d", all_recoveries);
+    FTCHECK("survivors", "%d", nall);
+    ftcheck_outcome(why);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&all);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,100 @@
+"""ULFM programs written the way users write them (tests/mpi/patterns), with seeded SIGKILLs.
+
+Each run kills the ranks its seed names at named kill points (tests/harness/ulfm_patterns.py,
+``plan``: e.g. seed 1 of the ring at np 4 SIGKILLs one rank at the start of one iteration), then
+checks every survivor's own verdict, the values all survivors must share and the counts against
+the kills that landed. Every pattern runs with our modules and with upstream's, on one node, and
+once with ours across a 4-node emulated cluster. The full campaign (np 4, 6 and 8, 20 runs per
+cell, both places, both module sets) is ``bench/ulfm_patterns/campaign.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ftslide.errors import FtslideError
+from ftslide.jobmgr import cluster as netcluster
+from harness.ulfm_patterns import PATTERNS, Outcome, Pattern, build, run_pattern
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def program(mpi_prefix: Path, tmp_path_factory: pytest.TempPathFactory):
+    out_dir = tmp_path_factory.mktemp("patterns")
+    built: dict[str, Path] = {}
+
+    def get(pattern: Pattern) -> Path:
+        if pattern.source not in built:
+            built[pattern.source] = build(mpi_prefix, pattern, out_dir)
+        return built[pattern.source]
+
+    return get
+
+
+def describe(outcome: Outcome) -> str:
+    return (f"{outcome.pattern} np {outcome.np} seed {outcome.seed} {outcome.modules} on {outcome.where}: "
+            f"{outcome.verdict} ({outcome.detail}); kills {outcome.kills}, landed {outcome.landed}\n"
+            f"{outcome.output}\n{outcome.stacks[-6000:]}")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("modules", ["ours", "upstream"])
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_pattern_survives_seeded_kills(name, modules, mpi_prefix, program):
+    """np 4 and 6, seeds 1 and 2 (four runs, each with the kills its seed names): every run ends, right."""
+    pattern = PATTERNS[name]
+    for np in (4, 6):
+        for seed in (1, 2):
+            outcome = run_pattern(mpi_prefix, program(pattern), pattern, np, seed, modules)
+            assert outcome.ok, describe(outcome)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("np", [6, 8])
+def test_ring_with_two_revoking_neighbours_never_hangs(np, mpi_prefix, program):
+    """Issue 26's program: the last rank SIGKILLs itself at the start of iteration 3 of the ring;
+    both its neighbours revoke (two origins at once, our default revoke: the one-level star on one
+    node), everyone else must leave with MPIX_ERR_REVOKED. 20 runs, every one ends right."""
+    pattern = PATTERNS["ring"]
+    binary = program(pattern)
+    bad = []
+    for run in range(20):
+        outcome = run_pattern(mpi_prefix, binary, Pattern(pattern.name, pattern.source, pattern.args,
+                                                          lambda n, rng: {n - 1: "iter=3"}, pattern.same),
+                              np, run, "ours")
+        if not outcome.ok or outcome.landed != {np - 1: "iter=3"}:
+            bad.append(describe(outcome))
+    assert not bad, f"{len(bad)} of 20 runs went wrong; the first:\n{bad[0]}"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[netcluster.Cluster]:
+    """A 4-node emulated cluster (2 slots a node) for this module; removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    name = f"p{uuid.uuid4().hex[:6]}"
+    made = netcluster.up(name, nodes=4, slots=2)
+    try:
+        yield made
+    finally:
+        try:
+            netcluster.down(name)
+        except FtslideError:
+            pass
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
+    """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills."""
+    pattern = PATTERNS[name]
+    outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, 1, "ours", timeout=120, cluster=cluster,
+                          wrap=lambda argv: netcluster.job_argv(cluster, argv),
+                          env=netcluster.launch_environment())
+    assert outcome.ok, describe(outcome)
