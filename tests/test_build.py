@@ -182,3 +182,20 @@ def test_pinned_source_comes_through_a_private_apt_configuration(tmp_path):
     assert any("trixie" in p.name for p in (tmp_path / "apt" / "lists").glob("*"))
     assert sorted(p.name for p in Path("/var/lib/apt/lists").glob("*")) == system_lists
     assert sorted(p.name for p in Path("/etc/apt/sources.list.d").glob("*")) == system_sources
+
+
+def test_other_checkouts_build_trees_are_kept(tmp_path):
+    """Checkouts with other inputs share the cache: a build prunes only the trees of other keys that
+    nobody used for BUILD_TREE_KEEP_SECONDS, so another checkout's next overlay change stays incremental."""
+    root = tmp_path / "ompi"
+    trees = {name: root / f"build-{name}" for name in ("mine", "recent", "stale", "unstamped")}
+    for tree in trees.values():
+        tree.mkdir(parents=True)
+    for name in ("mine", "recent", "stale"):
+        (trees[name] / ".configured").write_text(name)
+    now = time.time()
+    old = now - ompi_build.BUILD_TREE_KEEP_SECONDS - 60
+    os.utime(trees["stale"] / ".configured", (old, old))
+    os.utime(trees["unstamped"], (old, old))
+    ompi_build._prune_build_trees(root, keep=trees["mine"], now=now)
+    assert sorted(p.name for p in root.iterdir()) == ["build-mine", "build-recent"]

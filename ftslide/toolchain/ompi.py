@@ -58,6 +58,8 @@ PROCEDURE_VERSION = "1"
 COLD_BUILD_BYTES = 3 * 2**30
 WARM_BUILD_BYTES = 512 * 2**20
 MARKER = Path("share") / "ftslide" / "build.json"
+# A build tree of other inputs (another checkout's) unused for this long is removed.
+BUILD_TREE_KEEP_SECONDS = 14 * 24 * 3600
 # Files whose presence makes a prefix usable at all.
 REQUIRED_FILES = ("bin/mpirun", "bin/mpicc", "bin/ompi_info", "bin/prterun", "lib/libmpi.so")
 BUILD_SYSTEM_NAMES = {"Makefile.am", "configure.ac", "configure.m4", "autogen.subdirs"}
@@ -447,6 +449,10 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
     tarball, sha = resolve_tarball(inputs, tarball, sha256)
     prefix, key, tkey = prefix_path(inputs, sha), full_key(inputs, sha), tree_key(inputs, sha)
     root = prefix.parent
+    # A usable prefix is reused without the lock: it only ever appears whole (by rename), and
+    # another checkout's cold build of other inputs may hold the lock for many minutes.
+    if prefix_problem(prefix, key) is None:
+        return prefix, True
     with _build_lock(root):
         if prefix_problem(prefix, key) is None:
             return prefix, True
@@ -456,6 +462,7 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
         _check_space(root, WARM_BUILD_BYTES if configured else COLD_BUILD_BYTES)
         started = time.monotonic()
         if configured:
+            os.utime(build_dir / ".configured")  # in use: not pruned by other checkouts' builds
             tree = build_dir / "src"
             changed = sync_overlays(inputs, tree)
             progress.note(f"reusing the configured tree in {build_dir} ({len(changed)} overlay files changed)")
@@ -493,13 +500,23 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
         return prefix, False
 
 
-def _prune_build_trees(root: Path, keep: Path) -> None:
-    """Remove build trees of other tree keys: only the current one serves incremental rebuilds.
+def _prune_build_trees(root: Path, keep: Path, now: float | None = None) -> None:
+    """Remove build trees of other tree keys that no build used for BUILD_TREE_KEEP_SECONDS.
 
-    Installed prefixes are kept, since other checkouts may still use them.
+    Several checkouts share the cache, each with its own inputs: a tree another checkout
+    built from lately is what serves its next incremental rebuild, so it stays. A build
+    marks its tree used (the ``.configured`` stamp's time). Installed prefixes are kept.
     """
+    now = time.time() if now is None else now
     for tree in root.glob("build-*"):
-        if tree != keep:
+        if tree == keep:
+            continue
+        stamp = tree / ".configured"
+        try:
+            used = (stamp if stamp.exists() else tree).stat().st_mtime
+        except OSError:
+            continue
+        if now - used > BUILD_TREE_KEEP_SECONDS:
             shutil.rmtree(tree, ignore_errors=True)
 
 
