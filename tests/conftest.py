@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -10,10 +11,11 @@ from typing import Callable
 import pytest
 
 from ftslide.errors import FtslideError
-from ftslide.toolchain.mpi import compile_program, ensure_stdin, processes_with
+from ftslide.toolchain import pympi
+from ftslide.toolchain.mpi import FORTRAN_SUFFIXES, compile_program, ensure_stdin, processes_with
 from ftslide.toolchain.ompi import require_prefix
 
-from mpiharness import MPI_SOURCES, MpiRun, run_program
+from mpiharness import FORTRAN_MODULES, MPI_SOURCES, MpiRun, run_program, run_script
 
 
 @pytest.fixture(scope="session")
@@ -31,10 +33,33 @@ def mpi_program(mpi_prefix: Path, tmp_path_factory: pytest.TempPathFactory) -> C
     out_dir = tmp_path_factory.mktemp("mpi-programs")
 
     def build(relative: str, flags: tuple[str, ...] = ()) -> Path:
-        return compile_program(mpi_prefix, [MPI_SOURCES / relative], flags=("-O2", "-Wall", *flags),
+        source = MPI_SOURCES / relative
+        # A Fortran program comes with the reporting module (ftcheck.f90); C ones include ftcheck.h.
+        sources = [*FORTRAN_MODULES, source] if source.suffix in FORTRAN_SUFFIXES else [source]
+        return compile_program(mpi_prefix, sources, name=source.stem, flags=("-O2", "-Wall", *flags),
                                out_dir=out_dir, include_dirs=[MPI_SOURCES])
 
     return build
+
+
+@pytest.fixture(scope="session")
+def mpi4py_python(mpi_prefix: Path) -> str:
+    """This interpreter, whose mpi4py must be built against the project's build (never skipped)."""
+    try:
+        pympi.require(sys.executable, mpi_prefix)
+    except FtslideError as exc:
+        pytest.fail(f"{exc} (./bootstrap test builds it)")
+    return sys.executable
+
+
+@pytest.fixture
+def run_python(mpi_prefix: Path, mpi4py_python: str) -> Callable[..., MpiRun]:
+    """Run tests/mpi/<relative path>.py on np ranks with this interpreter; see mpiharness.run_script."""
+
+    def run(relative: str, np: int, **kwargs) -> MpiRun:
+        return run_script(mpi_prefix, mpi4py_python, MPI_SOURCES / relative, np, **kwargs)
+
+    return run
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Compile MPI C programs against the project's build, run them with fault injection, read reports.
+"""Compile MPI C and Fortran programs against the project's build, run them (and Python ones) with
+fault injection, read reports.
 
 Fault injection is by named kill points (ompi-ulfm/include/ftslide_killpoint.h):
 ``kill={2: "after_barrier"}`` makes world rank 2 SIGKILL itself when it reaches
@@ -16,6 +17,10 @@ from typing import Mapping, Sequence
 from ftslide.toolchain import mpi
 
 MPI_SOURCES = Path(__file__).parent / "mpi"
+# Modules a Fortran program of tests/mpi is compiled with (ftslide_killpoint comes with mpifort's
+# compile_program), and where Python programs find ftcheck.py.
+FORTRAN_MODULES = (MPI_SOURCES / "fortran" / "ftcheck.f90",)
+PYTHON_HELPERS = MPI_SOURCES / "python"
 _REPORT = re.compile(r"^ftcheck rank=(\d+) ([A-Za-z0-9_]+)=(.*)$")
 _KILLED = re.compile(r"ftslide: rank (\d+) killed at (\S+)")
 
@@ -66,3 +71,12 @@ def run_program(prefix: Path, program: Path, np: int, args: Sequence[str] = (),
     for rank, point in (kill or {}).items():
         assert run.killed.get(rank) == point, f"rank {rank} was not killed at {point}:\n{run.describe()}"
     return run
+
+
+def run_script(prefix: Path, python: str, script: Path, np: int, args: Sequence[str] = (),
+               env: Mapping[str, str] | None = None, **kwargs) -> MpiRun:
+    """Run the Python program ``script`` on ``np`` ranks of ``python``, with the kill-point module
+    and tests/mpi/python (ftcheck.py) on its path; the rest as run_program."""
+    path = [str(mpi.PYTHON_KILLPOINT_DIR), str(PYTHON_HELPERS)]
+    extra = {"PYTHONPATH": ":".join(path), "PYTHONUNBUFFERED": "1", **(env or {})}
+    return run_program(prefix, Path(python), np, args=[str(script), *args], env=extra, **kwargs)

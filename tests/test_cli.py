@@ -14,7 +14,7 @@ pytestmark = pytest.mark.mpi
 def test_help_lists_the_commands():
     result = ftslide("--help")
     assert result.returncode == 0
-    for command in ("doctor", "build-mpi", "env", "run", "demo", "map", "simulate", "protocols", "cluster"):
+    for command in ("doctor", "build-mpi", "build-mpi4py", "env", "run", "demo", "map", "simulate", "protocols", "cluster"):
         assert command in result.stdout
 
 
@@ -73,7 +73,9 @@ def test_doctor_names_the_fix_for_a_missing_tool(tmp_path):
     result = ftslide("doctor", env={"PATH": str(tmp_path), "FTSLIDE_CACHE": str(tmp_path)})
     assert result.returncode == 1
     assert "apt-get install -y build-essential" in result.stdout
+    assert "apt-get install -y gfortran" in result.stdout
     assert "apt-get install -y libsimgrid-dev" in result.stdout
+    assert "ftslide build-mpi4py" in result.stdout
     assert "ftslide build-mpi" in result.stdout
 
 

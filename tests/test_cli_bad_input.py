@@ -79,6 +79,7 @@ CASES = [
     ("demo --spares q:1", "bad spare layout"),
     ("env --bogus", "unrecognized arguments"),
     ("build-mpi --jobs 0", "--jobs"),
+    ("build-mpi4py --jobs 2", "unrecognized arguments"),
     ("faults --runs 0", "--runs"),
     ("faults --phases nope", "unknown phase"),
     ("faults --method shrink", "cannot run"),

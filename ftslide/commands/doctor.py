@@ -6,16 +6,19 @@ import argparse
 import importlib.util
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from ..errors import FtslideError
+from ..toolchain import pympi
 from ..toolchain.ompi import ft_support, require_prefix
 from ..ui.table import print_table
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "doctor"
-HELP = "check the compiler, the Open MPI build (FT MPI support), SimGrid and Python packages; exit 0 only if all is there"
+HELP = ("check the compilers, the Open MPI build (FT MPI support), mpi4py against it, SimGrid and Python packages; "
+        "exit 0 only if all is there")
 
 APT = "apt-get install -y"
 PYTHON_PACKAGES = ("numpy", "matplotlib", "pytest", "pytest_timeout")
@@ -47,12 +50,14 @@ def _version(tool: str) -> str:
 def checks() -> list[Check]:
     found = [
         _tools("C compiler", ("cc",), f"{APT} build-essential"),
+        _tools("Fortran compiler", ("gfortran",), f"{APT} gfortran"),
         _tools("build tools", ("make", "patch", "perl", "cmake", "ninja"), f"{APT} make patch perl cmake ninja-build"),
         _tools("autotools (overlays that change the build system)", ("autoconf", "automake", "libtoolize", "flex"),
                f"{APT} autoconf automake libtool flex"),
     ]
     if found[0].ok:
         found[0].detail = _version("cc")
+    prefix = None
     try:
         prefix = require_prefix()
         if ft_support(prefix):
@@ -62,6 +67,14 @@ def checks() -> list[Check]:
                                f"{prefix}: ompi_info does not report FT MPI support", "ftslide build-mpi"))
     except FtslideError as exc:
         found.append(Check("Open MPI build (FT MPI support: yes)", False, str(exc), "ftslide build-mpi"))
+    mpi4py = "mpi4py (built against that Open MPI)"
+    try:
+        why = pympi.problem(sys.executable, prefix) if prefix is not None else "no Open MPI build to check against"
+        found.append(Check(mpi4py, why is None,
+                           why or f"mpi4py {pympi.MPI4PY_VERSION}: Comm.Revoke, Shrink, Ishrink, Agree, ...",
+                           "ftslide build-mpi4py"))
+    except FtslideError as exc:
+        found.append(Check(mpi4py, False, str(exc), "ftslide build-mpi4py"))
     found.append(_tools("SimGrid (smpicc, smpirun)", ("smpicc", "smpirun"), f"{APT} libsimgrid-dev"))
     missing = [pkg for pkg in PYTHON_PACKAGES if importlib.util.find_spec(pkg) is None]
     found.append(Check("Python packages", not missing,

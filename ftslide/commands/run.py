@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 
 from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
+from ..toolchain import pympi
 from ..toolchain.mpi import check_program, launch_environment, mpirun_argv, split_program
 from ..toolchain.ompi import require_prefix
 
@@ -44,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     _, program, _ = split_program(rest)
     check_program(program)
     env = launch_environment(prefix)
+    if pympi.is_python(program):  # its mpi4py must be ours, or ULFM calls quietly do something else
+        pympi.require(shutil.which(program, path=env["PATH"]) or program, prefix)
     if name is None:
         argv = mpirun_argv(prefix, rest)
     else:

@@ -22,12 +22,17 @@ from ..errors import FtslideError
 from .native import REPO
 from .ompi import MARKER, cache_root, mpi_environment
 
-__all__ = ["MULTINODE_ULFM_OPTIONS", "launch_environment", "mpirun_argv", "compile_program", "split_program",
+__all__ = ["FORTRAN_SUFFIXES", "FORTRAN_KILLPOINT", "PYTHON_KILLPOINT_DIR", "MULTINODE_ULFM_OPTIONS", "launch_environment", "mpirun_argv", "compile_program", "split_program",
            "check_program", "MpirunTimeout", "process_stacks", "run", "launch_scratch", "ensure_stdin",
            "kill_processes", "processes_with", "run_marker"]
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)
+# Fortran programs are compiled with the build's mpifort, the kill-point module first.
+FORTRAN_SUFFIXES = (".f90", ".F90", ".f08", ".F08", ".f", ".F")
+FORTRAN_KILLPOINT = REPO / "ompi-ulfm" / "fortran" / "ftslide_killpoint.f90"
+# The kill-point module of Python programs (ftslide_killpoint.py), for their PYTHONPATH.
+PYTHON_KILLPOINT_DIR = REPO / "ompi-ulfm" / "python"
 
 
 # Open MPI 5.0.7's ULFM across nodes, measured on the emulated cluster and under Slurm: coll/han's
@@ -59,7 +64,9 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
                     flags: Sequence[str] = ("-O2",), out_dir: Path | None = None,
                     include_dirs: Sequence[Path] = (), link: Sequence[str] = (),
                     output: Path | None = None) -> Path:
-    """Compile C ``sources`` with the build's ``mpicc``; reuse the result while nothing changed.
+    """Compile C ``sources`` with the build's ``mpicc``, or Fortran ones (FORTRAN_SUFFIXES) with its
+    ``mpifort`` after the kill-point module FORTRAN_KILLPOINT (modules first, in the order given);
+    reuse the result while nothing changed.
 
     Headers are searched in ``include_dirs`` and INCLUDE_DIRS; ``link`` goes after
     the sources (libraries). The result is ``output`` if given (rebuilt when its
@@ -68,6 +75,10 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     ``out_dir`` (default: the cache).
     """
     include_dirs = (*include_dirs, *INCLUDE_DIRS)
+    fortran = any(Path(source).suffix in FORTRAN_SUFFIXES for source in sources)
+    if fortran:
+        name = name or Path(sources[-1]).stem
+        sources = [FORTRAN_KILLPOINT, *(source for source in sources if Path(source) != FORTRAN_KILLPOINT)]
     digest = hashlib.sha256(str(prefix).encode() + "\0".join((*flags, *link)).encode())
     try:  # the build's inputs: an overlay may change the MPI headers, not the prefix path
         digest.update((prefix / MARKER).read_bytes())
@@ -88,9 +99,12 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     if binary.exists() and (output is None or (stamp.exists() and stamp.read_text() == digest.hexdigest())):
         return binary
     partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
-    cmd = [str(prefix / "bin" / "mpicc"), *flags, *(f"-I{d}" for d in include_dirs),
-           "-o", str(partial), *map(str, sources), *link]
-    result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
+    with tempfile.TemporaryDirectory(prefix="ftslide-modules-") as modules:
+        # Fortran writes its .mod files into -J's folder, where the later sources find them.
+        compiler = ["mpifort", f"-J{modules}"] if fortran else ["mpicc"]
+        cmd = [str(prefix / "bin" / compiler[0]), *compiler[1:], *flags, *(f"-I{d}" for d in include_dirs),
+               "-o", str(partial), *map(str, sources), *link]
+        result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
         first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr.strip())
