@@ -141,7 +141,8 @@ def build(prefix: Path, python: str = sys.executable) -> tuple[Path, bool]:
             requirements.write_text(f"mpi4py=={MPI4PY_VERSION} --hash=sha256:{MPI4PY_SHA256}\n")
             _pip(python, ["install", "-q", f"Cython=={CYTHON_VERSION}", "setuptools>=64", "wheel"], env, log,
                  "installing mpi4py's build requirements")
-            _pip(python, ["wheel", "-q", "--no-deps", "--no-binary", "mpi4py", "--no-build-isolation",
+            # --no-cache-dir: pip would reuse a wheel it built from the same sdist against another MPI
+            _pip(python, ["wheel", "-q", "--no-cache-dir", "--no-deps", "--no-binary", "mpi4py", "--no-build-isolation",
                           "--require-hashes", "-r", str(requirements), "-w", str(Path(work) / "wheel")],
                  env, log, f"building mpi4py {MPI4PY_VERSION} against {prefix}")
             built = next((Path(work) / "wheel").glob("mpi4py-*.whl"))
@@ -151,10 +152,11 @@ def build(prefix: Path, python: str = sys.executable) -> tuple[Path, bool]:
             wheel = folder / built.name
     _pip(python, ["install", "-q", "--no-deps", "--force-reinstall", str(wheel)], env, log,
          f"installing {wheel.name}")
+    why = problem(python, prefix)
+    if why:  # a wheel that does not load this build's libmpi is of no use: the next run builds again
+        shutil.rmtree(folder, ignore_errors=True)
+        raise FtslideError(f"the mpi4py just installed is not usable: {why} (log: {log})")
     _stamp(python).write_text(cache_key(prefix, python) + "\n")
-    problem_now = problem(python, prefix)
-    if problem_now:
-        raise FtslideError(f"the mpi4py just installed is not usable: {problem_now} (log: {log})")
     return wheel, False
 
 
