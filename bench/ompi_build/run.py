@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Time of a cold Open MPI build and of an unchanged re-run, against the targets.
+"""Time of a cold Open MPI build, with Fortran and without, and of an unchanged re-run, against the targets.
 
-    python bench/ompi_build/run.py [--jobs N]
+    python bench/ompi_build/run.py [--jobs N] [--only fortran|c]
 
-The cold build runs `ftslide build-mpi` with FTSLIDE_CACHE pointing at a fresh
-temporary directory (the verified source tarball is copied in, so nothing is
-fetched); the re-run repeats the command with nothing changed. Targets: cold
-build <= 10 min on 2 cores, unchanged re-run <= 10 s. Takes as long as a build.
+Each cold build runs `ftslide build-mpi` with FTSLIDE_CACHE pointing at a fresh temporary directory
+(the verified source tarball is copied in, so nothing is fetched); the re-run repeats the first
+command with nothing changed. "fortran" is the repository's inputs as they are; "c" the same inputs
+with `--disable-mpi-fortran` in place of the Fortran option, built from a copy of the package and of
+the build's inputs in a temporary folder (the repository is not touched). Both builds run one after
+the other in one run, and the table gives their ratio: what Fortran costs. Targets: cold build with
+Fortran <= 12 min on 2 cores, unchanged re-run <= 10 s. Takes as long as two builds; the load
+average at the start and the end of each build is printed, since other work on the machine slows it.
 """
 
 from __future__ import annotations
@@ -23,37 +27,78 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ftslide import ompi_build  # noqa: E402
+from ftslide.toolchain import ompi as ompi_build  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 
-TARGETS = {"cold build": 600.0, "unchanged re-run": 10.0}
+TARGETS = {"cold build, C and Fortran": 720.0, "unchanged re-run": 10.0}
+FORTRAN_OPTION = "--enable-mpi-fortran=usempif08"
 
 
-def timed_build(cache: Path, jobs: int) -> float:
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "ftslide", "build-mpi", "-j", str(jobs)], cwd=REPO,
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def timed_build(source: Path, cache: Path, jobs: int) -> tuple[float, str]:
+    started, before = time.monotonic(), load()
+    result = subprocess.run([sys.executable, "-m", "ftslide", "build-mpi", "-j", str(jobs)], cwd=source,
                             env={**os.environ, "FTSLIDE_CACHE": str(cache)}, stdout=subprocess.PIPE)
     if result.returncode != 0:
-        raise SystemExit(f"run.py: error: ftslide build-mpi failed (exit {result.returncode})")
-    return time.monotonic() - started
+        raise SystemExit(f"run.py: error: ftslide build-mpi in {source} failed (exit {result.returncode})")
+    return time.monotonic() - started, f"{before} -> {load()}"
+
+
+def c_only_copy(where: Path) -> Path:
+    """A copy of the package and of every input of the build, with Fortran disabled."""
+    inputs = ompi_build.load_inputs()
+    copy = where / "repo"
+    folders = {"ftslide", "ompi-ulfm", *(o.source.relative_to(REPO).parts[0] for o in inputs.overlays)}
+    for folder in sorted(folders):
+        shutil.copytree(REPO / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    config = copy / "ompi-ulfm" / "build.toml"
+    text = config.read_text()
+    if f'"{FORTRAN_OPTION}"' not in text:
+        raise SystemExit(f"run.py: error: {FORTRAN_OPTION} is not among the configure options of build.toml")
+    config.write_text(text.replace(f'"{FORTRAN_OPTION}"', '"--disable-mpi-fortran"'))
+    return copy
+
+
+def fresh_cache(where: Path, tarball: Path) -> Path:
+    cache = where / "cache"
+    (cache / "src").mkdir(parents=True)
+    shutil.copy2(tarball, cache / "src" / tarball.name)
+    return cache
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j (default: cores)")
+    parser.add_argument("--only", choices=("fortran", "c"), help="build one variant only")
     args = parser.parse_args()
     inputs = ompi_build.load_inputs()
     source = ompi_build.cache_root() / "src" / inputs.tarball_name
     if not source.exists():
         print(f"run.py: error: {source} is missing: run ./bootstrap setup first", file=sys.stderr)
         return 1
+    rows, times = [], {}
     with tempfile.TemporaryDirectory(prefix="ftslide-build-bench-") as tmp:
-        cache = Path(tmp)
-        (cache / "src").mkdir()
-        shutil.copy2(source, cache / "src" / inputs.tarball_name)
-        times = {"cold build": timed_build(cache, args.jobs), "unchanged re-run": timed_build(cache, args.jobs)}
-    print_table(["step", "seconds", "target s", "time / target"],
-                [[name, f"{t:.1f}", f"{TARGETS[name]:.0f}", f"{t / TARGETS[name]:.2f}x"] for name, t in times.items()])
+        if args.only != "c":
+            cache = fresh_cache(Path(tmp) / "fortran", source)
+            times["cold build, C and Fortran"], loads = timed_build(REPO, cache, args.jobs)
+            rows.append(["cold build, C and Fortran", times["cold build, C and Fortran"], loads])
+            times["unchanged re-run"], loads = timed_build(REPO, cache, args.jobs)
+            rows.append(["unchanged re-run", times["unchanged re-run"], loads])
+            shutil.rmtree(cache)
+        if args.only != "fortran":
+            copy = c_only_copy(Path(tmp) / "c")
+            seconds, loads = timed_build(copy, fresh_cache(Path(tmp) / "c", source), args.jobs)
+            rows.append(["cold build, C only (--disable-mpi-fortran)", seconds, loads])
+            times["c"] = seconds
+    print_table(["step", "seconds", "target s", "time / target", "load average (start -> end)"],
+                [[name, f"{t:.1f}", f"{TARGETS[name]:.0f}" if name in TARGETS else "",
+                  f"{t / TARGETS[name]:.2f}x" if name in TARGETS else "", loads] for name, t, loads in rows])
+    if "c" in times and "cold build, C and Fortran" in times:
+        print(f"Fortran costs {times['cold build, C and Fortran'] - times['c']:.0f} s: "
+              f"{times['cold build, C and Fortran'] / times['c']:.2f}x the C-only cold build")
     print(f"make -j{args.jobs} on {os.cpu_count()} cores")
     return 0
 

@@ -375,7 +375,7 @@ def _run_logged(cmd: list[str], cwd: Path, log: Path, progress: Progress, phase:
 
 
 def _compile_line(line: str) -> bool:
-    return line.lstrip().startswith(("CC ", "CCLD ", "LEX ", "GEN "))
+    return line.lstrip().startswith(("CC ", "CCLD ", "LEX ", "GEN ", "FC ", "PPFC ", "FCLD "))
 
 
 def _prepare_tree(inputs: BuildInputs, tarball: Path, build_dir: Path, prefix: Path,
