@@ -22,9 +22,10 @@ from ..errors import FtslideError
 from .native import REPO
 from .ompi import MARKER, cache_root, mpi_environment
 
-__all__ = ["FORTRAN_SUFFIXES", "FORTRAN_KILLPOINT", "PYTHON_KILLPOINT_DIR", "MULTINODE_ULFM_OPTIONS", "launch_environment", "mpirun_argv", "compile_program", "split_program",
-           "check_program", "MpirunTimeout", "process_stacks", "run", "launch_scratch", "ensure_stdin",
-           "kill_processes", "processes_with", "run_marker"]
+__all__ = ["FORTRAN_SUFFIXES", "FORTRAN_KILLPOINT", "PYTHON_KILLPOINT_DIR", "MULTINODE_ULFM_OPTIONS",
+           "launch_environment", "mpirun_argv", "compile_program", "split_program", "check_program",
+           "MpirunTimeout", "process_stacks", "run", "launch_scratch", "ensure_stdin", "kill_processes",
+           "processes_with", "run_marker"]
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)
@@ -102,6 +103,9 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
     with tempfile.TemporaryDirectory(prefix="ftslide-modules-") as modules:
         # Fortran writes its .mod files into -J's folder, where the later sources find them.
         compiler = ["mpifort", f"-J{modules}"] if fortran else ["mpicc"]
+        if not (prefix / "bin" / compiler[0]).exists():
+            raise FtslideError(f"the Open MPI build at {prefix} has no {compiler[0]} (built without "
+                               f"{'Fortran' if fortran else 'C'}); run 'ftslide build-mpi'")
         cmd = [str(prefix / "bin" / compiler[0]), *compiler[1:], *flags, *(f"-I{d}" for d in include_dirs),
                "-o", str(partial), *map(str, sources), *link]
         result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
