@@ -11,13 +11,26 @@ communicator's members, and rank 0 prints one line per recovery and a summary:
 Usage: survive.py [ITERATIONS]. Needs mpi4py built against the project's Open MPI (ftslide
 build-mpi4py). Fault injection: FTSLIDE_KILL (ompi-ulfm/python/ftslide_killpoint.py, on
 PYTHONPATH), points "iter=N" at the start of iteration N.
+
+Collectives go through the uppercase, buffer-based methods (comm.Allreduce), which call MPI on comm
+itself. mpi4py's lowercase reduce, allreduce, scan and exscan send pickled objects point to point on
+a private duplicate of comm, which comm.Revoke() does not reach: a survivor waiting there for a live
+rank that has gone on to recover would wait forever.
 """
 
 import sys
+from array import array
 
 from mpi4py import MPI
 
 from ftslide_killpoint import killpoint
+
+
+def allreduce(comm: MPI.Intracomm, value: int, op: MPI.Op) -> int:
+    """MPI_Allreduce of one integer over comm."""
+    result = array("q", [0])
+    comm.Allreduce(array("q", [value]), result, op=op)
+    return result[0]
 
 
 def expected_sum(comm: MPI.Intracomm) -> int:
@@ -39,7 +52,7 @@ def recover(comm: MPI.Intracomm, failed_iteration: int) -> tuple[MPI.Intracomm, 
         comm.Free()
         comm = shrunk
         try:
-            return comm, comm.allreduce(failed_iteration, op=MPI.MIN)
+            return comm, allreduce(comm, failed_iteration, MPI.MIN)
         except MPI.Exception:
             continue
 
@@ -55,7 +68,7 @@ def main() -> int:
     while it < iterations:
         killpoint(world_rank, f"iter={it}")
         try:
-            sums[it] = comm.allreduce(world_rank + 1, op=MPI.SUM)
+            sums[it] = allreduce(comm, world_rank + 1, MPI.SUM)
             expected[it] = expected_sum(comm)
             it += 1
             continue
@@ -71,7 +84,7 @@ def main() -> int:
                   f"{(MPI.Wtime() - start) * 1e6:.1f} us", flush=True)
 
     checksum = sum(total * (i + 1) for i, total in enumerate(sums))
-    wrong = comm.reduce(sum(a != b for a, b in zip(sums, expected)), op=MPI.SUM, root=0)
+    wrong = allreduce(comm, sum(a != b for a, b in zip(sums, expected)), MPI.SUM)
     if comm.Get_rank() == 0:
         print(f"survive: done: {iterations} iterations, {recoveries} recoveries, {comm.Get_size()} survivors, "
               f"checksum {checksum}, {'WRONG SUMS' if wrong else 'all sums correct'}", flush=True)
