@@ -80,3 +80,28 @@ def run_script(prefix: Path, python: str, script: Path, np: int, args: Sequence[
     path = [str(mpi.PYTHON_KILLPOINT_DIR), str(PYTHON_HELPERS)]
     extra = {"PYTHONPATH": ":".join(path), "PYTHONUNBUFFERED": "1", **(env or {})}
     return run_program(prefix, Path(python), np, args=[str(script), *args], env=extra, **kwargs)
+
+
+_RECOVERED = re.compile(r"^survive: recovered at iteration (\d+): (\d+) survivors", re.MULTILINE)
+_DONE = re.compile(r"^survive: done: 20 iterations, (\d+) recoveries, (\d+) survivors, checksum (\d+), (.*)$",
+                   re.MULTILINE)
+
+
+def check_survive_output(stdout: str) -> None:
+    """Assert what ompi-ulfm/examples/survive.{c,f90,py} print for 20 iterations on np 4 when rank 2
+    dies at the start of iteration 5 and rank 1 at the start of 12 (the README's run).
+
+    Each survivor resumes from the earliest iteration any of them failed in. That is 5 (then 12) when
+    every survivor notices the death in the victim's next iteration, and 4 (then 11) when one of them
+    lost the victim's part of the iteration before, which the victim had finished: ULFM does not report
+    a failure to every member in the same call. The checksum, sum over iterations i of (i + 1) times
+    the sum of (world rank + 1) over that iteration's members, is checked for the resume points printed.
+    """
+    resumed = [(int(it), int(size)) for it, size in _RECOVERED.findall(stdout)]
+    done = _DONE.search(stdout)
+    assert done and len(resumed) == 2, f"no summary or not 2 recoveries:\n{stdout}"
+    (first, first_size), (second, second_size) = resumed
+    assert first in (4, 5) and second in (11, 12) and (first_size, second_size) == (3, 2), stdout
+    members = [10] * first + [1 + 2 + 4] * (second - first) + [1 + 4] * (20 - second)
+    checksum = sum(total * (it + 1) for it, total in enumerate(members))
+    assert done.groups() == ("2", "2", str(checksum), "all sums correct"), stdout

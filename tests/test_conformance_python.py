@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from ftslide.toolchain import pympi
 from ftslide.toolchain.mpi import PYTHON_KILLPOINT_DIR
 from ftslide.toolchain.native import REPO
+from mpiharness import check_survive_output
 from test_build import assert_one_line_error, ftslide
 
 pytestmark = pytest.mark.mpi
@@ -109,26 +109,24 @@ def launch_environment() -> dict[str, str]:
 
 def test_survive_example_with_ftslide_run():
     """The README's Python example through `ftslide run -np 4 python3 survive.py`: rank 2 SIGKILLed at
-    iteration 5, rank 1 at 12; the same result as survive.c."""
+    iteration 5, rank 1 at 12; the same output as survive.c (check_survive_output)."""
     example = REPO / "ompi-ulfm" / "examples" / "survive.py"
     result = ftslide("run", "-np", "4", "python3", str(example), "20", timeout=120,
                      env={**launch_environment(), "FTSLIDE_KILL": "2@iter=5,1@iter=12"})
     assert result.returncode == 0, result.stderr
     assert "ftslide: rank 2 killed at iter=5" in result.stderr and "ftslide: rank 1 killed at iter=12" in result.stderr
-    assert "2 recoveries, 2 survivors, checksum 1251, all sums correct" in result.stdout, result.stdout
+    check_survive_output(result.stdout)
 
 
 def test_mpi4py_is_ours_and_cached(mpi_prefix):
     """./bootstrap built mpi4py against the project's Open MPI: it loads the build's libmpi, has the ULFM
-    calls, and a second `ftslide build-mpi4py` reuses it without building or installing."""
+    calls, and a second `ftslide build-mpi4py` reuses it (it says so) without building or installing."""
     found = pympi.probe(sys.executable, mpi_prefix)
     assert found["mpi4py"] == pympi.MPI4PY_VERSION and found["ulfm"], found
     assert Path(str(found["libmpi"])).resolve().parent == (mpi_prefix / "lib").resolve(), found
-    started = time.monotonic()
     result = ftslide("build-mpi4py")
     assert result.returncode == 0 and "reusing" in result.stderr, result.stderr
     assert Path(result.stdout.strip()).parent == pympi.wheel_dir(mpi_prefix)
-    assert time.monotonic() - started < 10
     assert pympi.cache_key(mpi_prefix) != pympi.cache_key(mpi_prefix.with_name("openmpi-other"))
 
 
