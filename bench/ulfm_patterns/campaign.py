@@ -10,7 +10,8 @@ module sets, which run one after the other so that both meet the same machine. `
 4-node emulated cluster (2 slots a node, TCP between network namespaces in 198.18.0.0/15) that the
 campaign creates and removes. The table gives, per cell and module set, the runs, hangs, wrong
 results, errors and the median time of a run (mpirun start to end), and ours / upstream as the
-ratio of the medians; the JSON has every run, with the stacks of hung ones. Exit status 1 when a
+ratio of the medians, and per pattern the median of the per-run ratios (each run against the same run
+with the other set); the JSON has every run, with the stacks of hung ones. Exit status 1 when a
 run with our modules hung, went wrong or failed.
 """
 
@@ -129,6 +130,21 @@ def main() -> int:
     if len(modules) == 2:
         header.append(f"{modules[0]}/{modules[1]}")
     print_table(header, rows)
+    if len(modules) == 2:
+        # per pattern: the ratio of each run's time with the first set to the same run (same seed, np and
+        # place, run right after) with the second, pooled over np and places: the median and the quartiles
+        pair_rows = []
+        for pattern in patterns:
+            first = {(o.where, o.np, o.seed): o for o in outcomes if o.pattern == pattern.name
+                     and o.modules == modules[0] and o.verdict in ("ok", "wrong")}
+            ratios = sorted(first[(o.where, o.np, o.seed)].seconds / o.seconds for o in outcomes
+                            if o.pattern == pattern.name and o.modules == modules[1] and o.verdict in ("ok", "wrong")
+                            and (o.where, o.np, o.seed) in first and o.seconds > 0)
+            if ratios:
+                q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+                pair_rows.append([pattern.name, len(ratios), f"{q[1]:.2f}", f"{q[0]:.2f}-{q[2]:.2f}"])
+        print()
+        print_table(["pattern", "pairs", f"{modules[0]}/{modules[1]} per run, median", "quartiles"], pair_rows)
     for m in modules:
         mine = [o for o in outcomes if o.modules == m]
         print(f"{m}: {len(mine)} runs, {sum(o.verdict == 'hang' for o in mine)} hangs, "
