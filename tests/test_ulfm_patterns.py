@@ -89,8 +89,19 @@ def cluster() -> Iterator[netcluster.Cluster]:
             pass
 
 
+# Open MPI 5.0.7's own failure, with either module set and without any kill: a process spawned by
+# a communicator that holds processes of two jobs (the world and an earlier replacement) is not
+# given the connection data of the older job's processes ("Process ... is on host: unknown", PMIx
+# errors in prted/pmix/pmix_server_dyn.c, then an abort). On one node the second generation fails
+# only at MPI_Finalize's disconnect; across nodes its first message fails (docs/testing.md,
+# "The ULFM pattern campaign"). Strict, so that a fixed Open MPI turns this into a failure to read.
+SECOND_SPAWN_ACROSS_NODES = pytest.mark.xfail(
+    strict=True, reason="Open MPI 5.0.7: a second-generation spawn across nodes lacks the first job's modex")
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", list(PATTERNS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=SECOND_SPAWN_ACROSS_NODES) if name == "respawn-twice"
+                                  else name for name in PATTERNS])
 def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
     """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills."""
     pattern = PATTERNS[name]

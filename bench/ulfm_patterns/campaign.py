@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
@@ -43,6 +44,11 @@ def cell_summary(outcomes: list[Outcome]) -> dict[str, float | int]:
     count = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in VERDICTS}
     finished = [o.seconds for o in outcomes if o.verdict in ("ok", "wrong")]
     return {"runs": len(outcomes), **count, "median_s": statistics.median(finished) if finished else float("nan")}
+
+
+def interrupted(signum: int, frame: object) -> None:
+    """A SIGTERM ends the campaign as ^C does: the emulated cluster is removed on the way out."""
+    raise KeyboardInterrupt
 
 
 def main() -> int:
@@ -76,6 +82,7 @@ def main() -> int:
         print(f"campaign.py: error: {exc}", file=sys.stderr)
         return 2
 
+    signal.signal(signal.SIGTERM, interrupted)
     outcomes: list[Outcome] = []
     cluster = None
     started = time.monotonic()
@@ -105,6 +112,9 @@ def main() -> int:
             if cluster is not None:
                 netcluster.down(cluster.name)
                 cluster = None
+    except KeyboardInterrupt:
+        print(f"campaign.py: interrupted after {len(outcomes)} runs", file=sys.stderr)
+        return 130
     finally:
         if cluster is not None:
             netcluster.down(cluster.name)
