@@ -441,8 +441,9 @@ def make_block(layout: Layout, ranks_per_node: int, text: str | None = None) -> 
         for size in block:
             product *= size
         if product != ranks_per_node:
-            raise SlideError(f"block {text} holds {product} ranks but a node runs {ranks_per_node}: give a "
-                             f"block whose sizes multiply to {ranks_per_node}", _status().EBLOCK)
+            raise SlideError(f"block {text} holds {product} rank{'s' if product != 1 else ''} but a node runs "
+                             f"{ranks_per_node}: give a block whose sizes multiply to {ranks_per_node}",
+                             _status().EBLOCK)
     _c_block(layout, block)
     return block
 
