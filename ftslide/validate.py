@@ -73,8 +73,10 @@ LINK_LATENCY = 50e-6
 # tens of microseconds, against half a second on a link at 1 Mbit/s.
 LOOPBACK_BANDWIDTH = 1e9
 # The calibration's compute phase: flops per rank, a fraction of a second with 27 to 54 ranks on
-# 2 cores.
+# 2 cores; and its halo exchanges, at least this many (one run of a few seconds: the time of a single
+# exchange on a shared machine varies by tens of percent).
 CALIBRATION_FLOPS = 20_000_000
+CALIBRATION_ITERATIONS = 5
 # Memory a node needs: an Open MPI rank and a PRRTE daemon (RSS about 60 MiB together, with
 # room for the halo buffers), and a namespace's own (interfaces, routes, queues).
 RANK_MEMORY = 256 * 2**20
@@ -281,15 +283,16 @@ def calibrate(p: Plan, cluster: netcluster.Cluster, prefix: Path, binary: Path,
     hosts = p.cases[0].hosts
     assert hosts is not None
     dims = "x".join(map(str, p.placement.stencil_dims()))
+    iterations = max(cfg.iterations, CALIBRATION_ITERATIONS)
     out = launch(cluster, prefix, hosts, [str(binary), dims, "1" if p.placement.stencil_periodic else "0",
-                                          str(cfg.iterations), f"compute:{CALIBRATION_FLOPS}",
+                                          str(iterations), f"compute:{CALIBRATION_FLOPS}",
                                           f"{p.kernel}:{cfg.halo}"], cfg.halo, cfg.timeout)
     times = {line.split("pattern=", 1)[1].split()[0]: float(line.rsplit("time=", 1)[1])
              for line in out.splitlines() if line.startswith("ftsim pattern=") and "time=" in line}
     if "compute" not in times or p.kernel not in times:
         raise FtslideError(f"the calibration run printed no time: {out[-300:]}")
     k = p.placement.ranks_per_node
-    speed = k * CALIBRATION_FLOPS / times["compute"]
+    speed = k * CALIBRATION_FLOPS / times["compute"]  # the kernel reports time per repetition
     base = replace(p.net, speed=speed, send_work=0.0)
     kernel = (f"{p.kernel}:{cfg.halo}",)
 
