@@ -10,9 +10,10 @@ whole at iterations 12 and 23 (`ftslide demo --ranks-per-node K`). Printed per K
 faulty run's checksum equals the failure-free one bit for bit, the median over the repeats of each
 recovery step and of the total per node failure (as logical rank 0 measured them), the state bytes
 moved node to node and sent to re-establish the buddy copies per recovery, and the total's ratio to
-K = 1 (target: <= 3 at K = 4). --same-np adds one process per node on torus:4x4x3 (48 nodes, 36
-ranks): as many processes as K = 4 on the demo's grid, to tell the cost of K from the cost of
-processes on few cores. Not a timed test.
+K = 1 (target: <= 3 at K = 4). --same-np adds, for every K > 1, one process per node on a grid of
+K x 12 nodes (torus:4x3x2 for K = 2, torus:4x4x3 for K = 4, spares x:1): as many processes as K on
+the demo's grid, to tell the cost of K from the cost of processes on few cores, and the ratio of
+each K to its control. Not a timed test.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from ftslide.ui.table import print_table  # noqa: E402
 
 GRID, SPARES = "torus:3x2x2", "x:1"
 KILLS = [(1, "iter=12"), (6, "iter=23")]
-SAME_NP = ("torus:4x4x3", [(1, "iter=12"), (17, "iter=23")])  # 48 nodes, one process each; 17 holds a
-# rank after hybrid slid the x = 0 plane away from node 1
+# One process per node on K x 12 nodes; the second victim holds a rank on another line of x than node 1
+# (hybrid slides node 1's line first): 8 = (1,1,0) of 4x3x2, 17 = (1,1,2) of 4x4x3.
+SAME_NP = {2: ("torus:4x3x2", [(1, "iter=12"), (8, "iter=23")]),
+           4: ("torus:4x4x3", [(1, "iter=12"), (17, "iter=23")])}
 
 
 def load() -> str:
@@ -45,12 +48,15 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each K (median)")
     parser.add_argument("--ks", default="1,2,4", help="processes per node to compare; the first is the baseline")
     parser.add_argument("--method", default="hybrid")
-    parser.add_argument("--same-np", action="store_true", help="also one process per node on a 48-node grid")
+    parser.add_argument("--same-np", action="store_true",
+                        help="also one process per node on K x 12 nodes, for every K > 1 (K = 2 and 4 only)")
     args = parser.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
+    if args.same_np and any(k not in SAME_NP for k in ks if k > 1):
+        parser.error(f"--same-np has control grids for K = {', '.join(map(str, SAME_NP))} only")
     configs = [(f"K={k}", GRID, KILLS, stencil.node_options(GRID, SPARES, k)) for k in ks]
-    if args.same_np:
-        configs.append(("K=1, 48 nodes", SAME_NP[0], SAME_NP[1], stencil.NodeOptions()))
+    controls = {f"K={k}": f"K=1, {12 * k} nodes" for k in ks if k > 1 and args.same_np}
+    configs += [(controls[f"K={k}"], *SAME_NP[k], stencil.NodeOptions()) for k in ks if f"K={k}" in controls]
     print(f"load average at the start {load()}", flush=True)
     try:
         prefix = require_prefix()
@@ -80,11 +86,14 @@ def main() -> int:
         first = first or median["total"]
         moved = statistics.median(x.moved_bytes for x in recs)
         buddy = statistics.median(x.buddy_bytes for x in recs)
-        rows.append([label, grid, nodes_as.ranks_per_node * (12 if grid == GRID else 48),
+        control = controls.get(label)
+        rows.append([label, grid, nodes_as.ranks_per_node * stencil.node_count(grid, SPARES, args.method),
                      "yes" if same[label] else "NO", *(f"{median[p]:.2f}" for p in phases),
-                     f"{moved / 1024:.1f}", f"{buddy / 1024:.1f}", f"{median['total'] / first:.2f}"])
+                     f"{moved / 1024:.1f}", f"{buddy / 1024:.1f}", f"{median['total'] / first:.2f}",
+                     f"{median['total'] / statistics.median(x.times['total'] for x in samples[control]):.2f}"
+                     if control else ""])
     print_table(["run", "grid", "processes", "checksum = failure-free", *(f"{p} ms" for p in phases),
-                 "moved KiB", "buddy KiB", f"total / {configs[0][0]}"], rows)
+                 "moved KiB", "buddy KiB", f"total / {configs[0][0]}", "total / same np, K=1"], rows)
     print(f"{args.method}, nodes 1 and 6 killed whole at iterations 12 and 23; median over {args.repeat} runs x "
           f"2 recoveries; {os.cpu_count()} cores, oversubscribed; load average at the end {load()}")
     return 0 if all(same.values()) else 1
