@@ -340,8 +340,8 @@ def eager_options(halo: int) -> list[str]:
 
 
 def mpirun_options(cluster: netcluster.Cluster, hostfile_path: Path, halo: int) -> list[str]:
-    """The cluster's options with a hostfile of one slot per node, ranks in its line order, and
-    ``eager_options``."""
+    """The cluster's options with a hostfile of one line per rank (its node), ranks in its line
+    order, and ``eager_options``."""
     options = netcluster.mpirun_options(cluster)
     options[options.index("--hostfile") + 1] = str(hostfile_path)
     return [*options, "--map-by", "seq", *eager_options(halo)]
@@ -352,7 +352,8 @@ def launch(cluster: netcluster.Cluster, prefix: Path, hosts: tuple[int, ...], pr
     """Run ``program`` with rank r on node ``hosts[r]``; its stdout. mpirun runs in rank 0's node;
     every process of the launch is killed when it ends or times out (``mpi.run``)."""
     path = cluster.directory / f"ranks-{os.getpid()}"
-    path.write_text("".join(f"{netcluster.address(h)} slots=1\n" for h in hosts))
+    # One line per rank, a node once per slot (a slot count on a node named twice is refused).
+    path.write_text("".join(f"{netcluster.address(h)}\n" for h in hosts))
     options = mpirun_options(cluster, path, halo)
 
     def wrap(argv: list[str]) -> list[str]:
