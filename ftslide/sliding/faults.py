@@ -247,10 +247,11 @@ def in_use(paths: set[str]) -> set[str]:
 
 def leftovers(before: set[str], marker: str) -> list[str]:
     """What one run left behind: its processes still alive, and runtime files that appeared during it
-    and that no live process claims."""
+    and that no live process claims, and that are still there after the scan of the processes (a
+    launch running beside the campaign may end, and remove its files, during the scan)."""
     found = [f"process {pid}" for pid in mpi.processes_with(marker)]
     new = runtime_files() - before
-    return found + sorted(new - in_use(new))
+    return found + sorted(path for path in new - in_use(new) if Path(path).exists())
 
 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
