@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
+    parser.add_argument("--ranks-per-node", type=int, default=defaults.ranks_per_node, metavar="K",
+                        help="processes per node (default 1): every node runs a block of K ranks and every "
+                        "kill takes all K processes of its node at once")
+    parser.add_argument("--block", metavar="AxB[xC]",
+                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
+                        "(default: the most even split)")
     parser.add_argument("--cluster", action="store_true",
                         help="run across an emulated cluster (one network namespace per node, created for the "
                         "campaign and removed after it; root) where every kill takes a whole node, its PRRTE "
@@ -59,7 +65,7 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
                            seed=args.seed, iterations=args.iterations, timeout=args.timeout,
-                           whole_nodes=args.cluster)
+                           whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block)
 
 
 def kills_text(kills) -> str:
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     bar = Bar(campaign.runs, "faults", sys.stderr)
     if campaign.whole_nodes:
         nodes = stencil.node_count(campaign.grid, campaign.spares, campaign.methods[0])
-        cluster = netcluster.up(f"ftf{os.getpid() % 100000}", nodes=nodes, slots=1)
+        cluster = netcluster.up(f"ftf{os.getpid() % 100000}", nodes=nodes, slots=campaign.ranks_per_node)
         try:
             reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step(),
                                                      wrap=functools.partial(netcluster.job_argv, cluster),
@@ -94,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}, {campaign.runs} runs, seed "
+        per_node = "" if campaign.ranks_per_node == 1 else f", {campaign.ranks_per_node} processes per node"
+        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}{per_node}, {campaign.runs} runs, seed "
               f"{campaign.seed}; failure-free checksum {reference}")
         print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
                      "leftovers"],

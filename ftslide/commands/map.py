@@ -56,6 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="a method that cannot place every failure reports the map before the "
                         "failure it could not place and the command still exits 0")
+    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
+                        help="processes (ranks) per node: every node runs a block of K ranks of the rank grid "
+                        "and moves with them; link loads count the K-rank faces between nodes and no message "
+                        "inside a node (default 1)")
+    parser.add_argument("--block", metavar="AxB[xC]",
+                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
+                        "(default: the most even split, 2 -> 2x1x1, 4 -> 2x2x1)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--with-map", action="store_true",
                         help="with --json: include the final rank->node map of each method")
@@ -181,6 +188,17 @@ def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> i
     return layout.coords(failures[0])[2] if failures else 0
 
 
+def blocks_from_args(layout: Layout, ranks_per_node: int, block: str | None) -> tuple[int, ...] | None:
+    """The block of --ranks-per-node/--block (None: one rank per node, the map as it always was)."""
+    if ranks_per_node < 1:
+        raise FtslideError(f"--ranks-per-node must be at least 1, not {ranks_per_node}")
+    if block is not None and ranks_per_node == 1 and block.strip() not in ("1x1", "1x1x1"):
+        raise FtslideError(f"--block {block} needs --ranks-per-node (the ranks its sizes multiply to)")
+    if ranks_per_node == 1 and block is None:
+        return None
+    return core.make_block(layout, ranks_per_node, block)
+
+
 # ---- command ---------------------------------------------------------------------
 
 
@@ -191,18 +209,19 @@ def run(args: argparse.Namespace) -> int:
     layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order,
                               args.expect_failures)
     failures = parse_failures(args.fail, layout)
+    block = blocks_from_args(layout, args.ranks_per_node, args.block)
     z = slice_z(layout, failures, args.slice) if args.plot else None
     if args.slice is not None and not args.plot:
         raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
     plot = check_plot_path(args.plot) if args.plot else None
 
-    results = [mapview.run_method(layout, m, failures) for m in methods]
+    results = [mapview.run_method(layout, m, failures, block) for m in methods]
     stuck = any(r.error is not None for r in results) and not args.keep_going
 
     if args.json:
-        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map)), flush=True)
+        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map, block)), flush=True)
     else:
-        print(mapview.header_line(layout, failures))
+        print(mapview.header_line(layout, failures, block))
         print_table(mapview.TABLE_HEADERS, [mapview.table_row(r, len(failures)) for r in results])
         for r in results:
             if r.choices:

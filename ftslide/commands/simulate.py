@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
                         help="routed's spare budget: keep a free spare node for each of the N "
                         "failures expected (default 0: no reservation)")
+    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
+                        help="ranks per node (default 1): every host runs a block of K ranks of the rank grid, "
+                        "which move with their node; messages inside a host use its loopback, not the network")
+    parser.add_argument("--block", metavar="AxB[xC]",
+                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
+                        "(default: the most even split, 2 -> 2x1x1, 4 -> 2x2x1)")
     parser.add_argument("--failures", default="0..8", help="failure counts: 0..8 or 0,2,4")
     parser.add_argument("--patterns", default="stencil7,barrier,allreduce",
                         help="comma-separated kernels: stencil7 (stencil5 in 2D; every halo at "
@@ -94,7 +100,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         allreduce_bytes=parse_size(args.allreduce_size, "--allreduce-size"),
         iters=args.iters, jobs=args.jobs, timeout=args.timeout,
         simulate=not args.analytic_only, use_cache=not args.no_cache,
-        route_order=args.route_order, expect=args.expect_failures)
+        route_order=args.route_order, expect=args.expect_failures, ranks_per_node=args.ranks_per_node,
+        block=args.block)
 
 
 def _fmt(value: object, spec: str = ".2f") -> str:
@@ -115,8 +122,11 @@ def run(args: argparse.Namespace) -> int:
     if cfg.simulate:
         from ..simulation.smpi import build_kernels
         build_kernels()  # a missing smpicc fails here, before any work
+    ranks = f"{placement.layout.ranks} ranks" if placement.block is None else \
+        (f"{placement.layout.ranks * placement.ranks_per_node} ranks ({placement.ranks_per_node} per node, "
+         f"blocks of {'x'.join(map(str, placement.block))})")
     print(f"ftslide simulate: {topology} ({topology.hosts} hosts), grid {placement.layout.grid} "
-          f"spares {placement.layout.spares}: {placement.layout.ranks} ranks, "
+          f"spares {placement.layout.spares}: {ranks}, "
           f"{placement.spare_nodes} spare nodes", flush=True)
     summary, trials = run_sweep(cfg)
     rows = summary["rows"]

@@ -108,7 +108,7 @@ def congestion(topology: Topology, rank_hosts: Sequence[int],
             if hops:
                 t = hops * net.lat + nbytes * worst / net.bw
             else:
-                t = nbytes / (net.bw * 20)  # loopback, as in the platform
+                t = nbytes / net.loopback()  # loopback, as in the platform
             slowest = max(slowest, t)
         total_time += slowest
         load_max = max(load_max, routed.load_max)
@@ -124,14 +124,16 @@ def congestion(topology: Topology, rank_hosts: Sequence[int],
 
 
 def pattern_congestion(layout: sc.Layout, rank_hosts: Sequence[int], pattern: str,
-                       nbytes: int, net: NetParams) -> Congestion:
+                       nbytes: int, net: NetParams, block: Sequence[int] | None = None) -> Congestion:
     """The model for one of the kernels (``stencil``, ``phased``, ``barrier``, ``allreduce``) with the
-    ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``."""
+    ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``; with a ``block`` every node runs
+    that block of ranks and ``rank_hosts`` lists the rank grid's ranks (``Placement.hosts``)."""
     if pattern == "stencil":
-        src, dst = sc.stencil_messages(layout)
+        src, dst = sc.stencil_messages(layout, block=block)
         rounds = [list(zip(src, dst))]
     elif pattern == "phased":
-        rounds = [list(zip(*sc.stencil_messages(layout, dim=d))) for d in range(len(layout.logical))]
+        rounds = [list(zip(*sc.stencil_messages(layout, dim=d, block=block)))
+                  for d in range(len(layout.logical))]
     else:
         rounds = collective_rounds(pattern, len(rank_hosts))
     return congestion(layout.net, rank_hosts, rounds, nbytes, net)

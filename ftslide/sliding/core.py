@@ -37,6 +37,7 @@ from .topology import Topology, _CTopo, parse_topology
 # __getattr__): a star import loads nothing.
 __all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
            "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
+           "parse_block", "default_block", "make_block", "block_text", "rank_nodes",
            "stencil_messages", "compute_map", "explain", "measure", "DIM_NAMES", "HOPS_HIST"]
 
 DIM_NAMES = "xyz"
@@ -132,6 +133,17 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
                                                 _P(ctypes.c_int32), _P(ctypes.c_int32),
                                                 ctypes.c_int64]),
     "slide_struct_size": (ctypes.c_size_t, [ctypes.c_int]),
+    "slide_block_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int32, _P(ctypes.c_int32)]),
+    "slide_block_default": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int32, _P(ctypes.c_int32)]),
+    "slide_block_ranks": (ctypes.c_int64, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_block_rank_nodes": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                              _P(ctypes.c_int32)]),
+    "slide_block_stencil_messages": (ctypes.c_int64, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
+                                                      ctypes.c_int, _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                                      ctypes.c_int64]),
+    "slide_block_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_block_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int,
+                                           _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
 }
 
 
@@ -370,19 +382,102 @@ def make_layout(grid: Grid | str | None, spares: Spares | str, net: Topology | N
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
+# ---- ranks per node: blocks -----------------------------------------------------
+
+def _c_block(layout: Layout, block: Sequence[int] | None) -> "ctypes.Array[ctypes.c_int32]":
+    """The C form of a block (None: one rank per node); SlideError if it does not fit the layout."""
+    sizes = list(block) if block is not None else [1] * len(layout.grid.sizes)
+    if len(sizes) != len(layout.grid.sizes) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                       for v in sizes):
+        raise SlideError(f"block {block!r} needs {len(layout.grid.sizes)} integer sizes for grid {layout.grid}",
+                         _status().EBLOCK)
+    c = (ctypes.c_int32 * 3)(*(sizes + [1] * (3 - len(sizes))))
+    if _lib().slide_block_ranks(ctypes.byref(layout._c), c) < 0:
+        raise SlideError(f"block {block_text(sizes)} on grid {layout.grid}: {strerror(_status().EBLOCK)}",
+                         _status().EBLOCK)
+    return c
+
+
+def block_text(block: Sequence[int]) -> str:
+    """``2x2x1`` for the block (2, 2, 1). Cost O(1)."""
+    return "x".join(map(str, block))
+
+
+def parse_block(text: str, ndims: int) -> tuple[int, ...]:
+    """Parse a block of ranks per node, ``AxB`` (2D grid) or ``AxBxC`` (3D), one size >= 1 per dimension.
+
+    Returns the sizes (``ndims`` of them). Raises SlideError (code ``Status.EBLOCK``) naming the
+    grammar. Cost O(len(text)).
+    """
+    out = (ctypes.c_int32 * 3)()
+    rc = _lib().slide_block_parse(_text(text, "block"), int(ndims), out)
+    if rc != 0:
+        raise SlideError(f"bad block '{text}': {strerror(rc)}", rc)
+    return tuple(out[:ndims])
+
+
+def default_block(ranks_per_node: int, ndims: int) -> tuple[int, ...]:
+    """The block of ``ranks_per_node`` ranks the runtime takes unless told: the most even split over
+    the ``ndims`` dimensions, larger sizes first (2 -> 2x1x1, 4 -> 2x2x1, 8 -> 2x2x2). Raises SlideError
+    for a count below 1 or above 2^20. Cost O(ranks_per_node)."""
+    out = (ctypes.c_int32 * 3)()
+    if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or \
+            _lib().slide_block_default(ranks_per_node, int(ndims), out) != 0:
+        raise SlideError(f"ranks per node must be a count from 1 to 1048576, not {ranks_per_node!r}",
+                         _status().EINVAL)
+    return tuple(out[:ndims])
+
+
+def make_block(layout: Layout, ranks_per_node: int, text: str | None = None) -> tuple[int, ...]:
+    """The block of ``ranks_per_node`` ranks each node of ``layout`` runs: ``text`` (``2x2x1``) when
+    given, which must multiply to ``ranks_per_node``, else :func:`default_block`. Raises SlideError
+    (one line) otherwise. Cost O(ranks_per_node)."""
+    ndims = len(layout.grid.sizes)
+    if text is None:
+        block = default_block(ranks_per_node, ndims)
+    else:
+        block = parse_block(text, ndims)
+        product = 1
+        for size in block:
+            product *= size
+        if product != ranks_per_node:
+            raise SlideError(f"block {text} holds {product} rank{'s' if product != 1 else ''} but a node runs "
+                             f"{ranks_per_node}: give a block whose sizes multiply to {ranks_per_node}",
+                             _status().EBLOCK)
+    _c_block(layout, block)
+    return block
+
+
+def rank_nodes(layout: Layout, mapping: Sequence[int], block: Sequence[int] | None = None) -> list[int]:
+    """The node of every rank of the rank grid when each node rank of ``mapping`` (a map of
+    :func:`compute_map`) runs a ``block`` of ranks: what a hostfile lists, one line per rank
+    (slide_block_rank_nodes() in slide_core.h). Raises SlideError for a bad block or map length.
+    Cost O(ranks)."""
+    cb = _c_block(layout, block)
+    if isinstance(mapping, (str, bytes)) or len(mapping) != layout.ranks:
+        raise SlideError(f"mapping must list a node for each of the {layout.ranks} node ranks", _status().EINVAL)
+    n = _lib().slide_block_ranks(ctypes.byref(layout._c), cb)
+    ma = _int32_array(mapping, "mapping entries")
+    out = (ctypes.c_int32 * n)()
+    _lib().slide_block_rank_nodes(ctypes.byref(layout._c), cb, (ctypes.c_int32 * len(ma)).from_buffer(ma), out)
+    return list(out)
+
+
 def stencil_messages(layout: Layout, stencil_periodic: bool | None = None,
-                     dim: int | None = None) -> tuple[list[int], list[int]]:
+                     dim: int | None = None, block: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
     """(source ranks, destination ranks) of one halo exchange of the 5/7-point stencil:
     every neighbour pair both ways (see slide_measure() in slide_core.h), or only those
     along logical dimension ``dim`` (0 = x). ``stencil_periodic`` None follows the grid.
-    Cost O(ranks)."""
+    With a ``block`` the ranks are those of the rank grid, each node rank running a block
+    (slide_block_stencil_messages()). Cost O(ranks)."""
     periodic = -1 if stencil_periodic is None else int(bool(stencil_periodic))
     d = -1 if dim is None else dim
-    n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, None, None, 0)
+    cb = _c_block(layout, block)
+    n = _lib().slide_block_stencil_messages(ctypes.byref(layout._c), cb, periodic, d, None, None, 0)
     if n < 0:
         raise SlideError(f"dimension {dim} is not one of grid {layout.grid}", _status().EINVAL)
     src, dst = (ctypes.c_int32 * max(n, 1))(), (ctypes.c_int32 * max(n, 1))()
-    _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, src, dst, n)
+    _lib().slide_block_stencil_messages(ctypes.byref(layout._c), cb, periodic, d, src, dst, n)
     return list(src[:n]), list(dst[:n])
 
 
@@ -500,14 +595,18 @@ class Metrics:
 
 
 def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
-            stencil_periodic: bool | None = None) -> Metrics:
+            stencil_periodic: bool | None = None, block: Sequence[int] | None = None) -> Metrics:
     """Neighbour hops and 5/7-point stencil link loads of a rank-to-node map.
 
     ``mapping[r]`` is rank r's node; ``stencil_periodic`` None follows the grid (torus: the
-    logical grid wraps). Returns Metrics. Raises SlideError for a map of the wrong length or with
-    a node outside the grid. Cost O(nodes + ranks x route length) (slide_measure()).
+    logical grid wraps). With a ``block`` (K ranks per node) every node rank runs that block of
+    the rank grid: links carry one message per rank of the faces between nodes, pairs inside a node
+    use none, and pairs and ranks count ranks of the rank grid (slide_block_measure()). Returns
+    Metrics. Raises SlideError for a map of the wrong length, a node outside the grid or a bad
+    block. Cost O(nodes + ranks x route length) (slide_measure()).
     """
     lay = _layout(layout)
+    cb = _c_block(lay, block)
     if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:
         raise SlideError(f"mapping must list a node for each of the {lay.ranks} ranks "
                          f"(got {len(mapping) if not isinstance(mapping, (str, bytes)) else 'a string'})",
@@ -519,12 +618,12 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
         periodic = int(stencil_periodic)
     else:
         raise SlideError("stencil_periodic must be True, False or None", _status().EINVAL)
-    nbytes = _lib().slide_measure_workspace_bytes(ctypes.byref(lay._c))
+    nbytes = _lib().slide_block_measure_workspace_bytes(ctypes.byref(lay._c), cb)
     work = _workspace(nbytes)
     out = _CMetrics()
     cmap = (ctypes.c_int32 * len(ma)).from_buffer(ma)
-    rc = _lib().slide_measure(ctypes.byref(lay._c), cmap, periodic, ctypes.byref(out), work,
-                              nbytes)
+    rc = _lib().slide_block_measure(ctypes.byref(lay._c), cb, cmap, periodic, ctypes.byref(out), work,
+                                    nbytes)
     if rc == _status().EMAP:
         bad = next(i for i, v in enumerate(ma) if not 0 <= v < lay.nodes)
         raise SlideError(f"mapping entry for rank {bad} is {mapping[bad]}, outside grid "

@@ -43,8 +43,11 @@ class MethodResult:
     choices: list[Choice] | None = None  # routed: what it did per failure
 
 
-def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int]) -> MethodResult:
-    """One call into the core for the map (and a choosing method's choices), one for its metrics."""
+def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int],
+               block: Sequence[int] | None = None) -> MethodResult:
+    """One call into the core for the map (and a choosing method's choices), one for its metrics;
+    with a ``block`` every node runs that block of ranks (K per node): the metrics count the ranks
+    and the faces between nodes (``core.measure``)."""
     try:
         mapping, choices = explain(layout, method, failures)
         placed, error = len(failures), None
@@ -54,7 +57,7 @@ def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int]) -> M
         if exc.index is None or exc.mapping is None:
             raise
         mapping, choices, placed, error = exc.mapping, exc.choices, exc.index, exc
-    return MethodResult(method, mapping, measure(layout, mapping), placed, error, choices)
+    return MethodResult(method, mapping, measure(layout, mapping, block=block), placed, error, choices)
 
 
 DIM_NAMES = "xyz"
@@ -115,8 +118,9 @@ def describe_node(layout: Layout, node: int) -> str:
     return ".".join(map(str, layout.coords(node)))
 
 
-def header_line(layout: Layout, failures: Sequence[int]) -> str:
-    """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network."""
+def header_line(layout: Layout, failures: Sequence[int], block: Sequence[int] | None = None) -> str:
+    """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network;
+    with a ``block``, the ranks per node and the rank grid."""
     points = 5 if len(layout.grid.sizes) == 2 else 7
     stencil = "periodic" if layout.grid.periodic else "open"
     spare_nodes = layout.nodes - layout.ranks
@@ -126,7 +130,15 @@ def header_line(layout: Layout, failures: Sequence[int]) -> str:
         failed = "failures " + ", ".join(f"{n} ({describe_node(layout, n)})" for n in failures)
     else:
         failed = f"{len(failures)} failures {','.join(map(str, failures))}"
-    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {layout.ranks} ranks "
+    ranks = f"{layout.ranks} ranks"
+    if block is not None:
+        per_node = 1
+        for size in block:
+            per_node *= size
+        grid = "x".join(str(n * b) for n, b in zip(layout.logical, block))
+        ranks = (f"{layout.ranks * per_node} ranks ({per_node} per node, blocks of {core.block_text(block)}: "
+                 f"rank grid {grid})")
+    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {ranks} "
             f"on {layout.nodes} nodes, spares {layout.spares} ({spare_nodes} nodes); {failed}; "
             f"{points}-point {stencil} stencil routed on {describe_net(layout)}")
 
@@ -171,9 +183,10 @@ def error_code_name(code: int) -> str:
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
-                  with_map: bool) -> dict[str, Any]:
+                  with_map: bool, block: Sequence[int] | None = None) -> dict[str, Any]:
     """``ftslide map --json``: the layout, the failures and per method its metrics, its error,
-    its choices (a choosing method) and, ``with_map``, its rank -> node map."""
+    its choices (a choosing method) and, ``with_map``, its rank -> node map (node ranks); with a
+    ``block``, also the ranks per node and the block (the metrics then count ranks of the rank grid)."""
     methods = []
     for r in results:
         m = r.metrics
@@ -206,7 +219,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         if with_map:
             entry["map"] = r.mapping
         methods.append(entry)
-    return {
+    doc: dict[str, Any] = {
         "grid": str(layout.grid),
         "topology": str(layout.net),
         "route_order": layout.net.order,
@@ -220,6 +233,13 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         "stencil_periodic": layout.grid.periodic,
         "methods": methods,
     }
+    if block is not None:
+        per_node = 1
+        for size in block:
+            per_node *= size
+        doc.update(ranks_per_node=per_node, block=list(block), node_ranks=layout.ranks,
+                   ranks=layout.ranks * per_node)
+    return doc
 
 
 def dumps(value: Any, indent: str = "") -> str:

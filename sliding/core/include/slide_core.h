@@ -208,7 +208,8 @@ typedef enum slide_status {
     SLIDE_ETOPO_SYNTAX = 17,   /* topology spec not of the grammar (slide_topo.h) */
     SLIDE_ETOPO_SIZE = 18,     /* a size of 0, or too many hosts or links */
     SLIDE_EORDER = 19,         /* routing order is not a permutation of the dimensions */
-    SLIDE_ETOPO_FIT = 20       /* the grid has more nodes than the topology has hosts */
+    SLIDE_ETOPO_FIT = 20,      /* the grid has more nodes than the topology has hosts */
+    SLIDE_EBLOCK = 21          /* a block of ranks per node that is not AxB[xC] for the grid */
 } slide_status;
 
 typedef enum slide_method {
@@ -464,6 +465,83 @@ int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, in
 int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
                   int stencil_periodic, slide_metrics *out, void *work,
                   size_t work_bytes);
+
+/* ---- ranks per node: a block of the rank grid on every node ----------- *
+ *
+ * Production codes run K processes per node. The methods above map NODE
+ * RANKS (one per node, the logical grid L of the layout) to nodes; with K
+ * ranks per node each node rank stands for a BLOCK of b[0] x b[1] (x b[2])
+ * ranks of the application's rank grid, which is then L[d] * b[d] ranks along
+ * dimension d. A block moves as a unit: its ranks follow their node rank.
+ *
+ * Numbering (row-major, last dimension fastest, like everything here): rank
+ * (f0, f1, f2) of the rank grid is rank (f0 * F1 + f1) * F2 + f2 with
+ * F[d] = L[d] * b[d]; it belongs to node rank (f0 / b0, f1 / b1, f2 / b2) of
+ * the logical grid and is LANE (f0 % b0, f1 % b1, f2 % b2), row-major in the
+ * block, of that node rank: the lane-th process of the node runs it. With the
+ * block 1x1x1 a rank is its node rank, lane 0, and every function below
+ * equals its one-rank-per-node counterpart (slide_stencil_messages,
+ * slide_measure). A block is passed as int32_t b[3], b[2] = 1 in 2D. */
+
+/* Parse a block "AxB" (2D grid) or "AxBxC" (3D): one size >= 1 per dimension
+ * of a grid of `ndims` dimensions; block[2] = 1 in 2D. Output: block
+ * (untouched on error). Cost O(strlen).
+ * Errors: SLIDE_EINVAL (NULL, ndims not 2 or 3), SLIDE_EBLOCK (syntax, a
+ * size of 0, another number of sizes, more than 2^20 ranks per node). */
+int slide_block_parse(const char *text, int32_t ndims, int32_t block[SLIDE_MAX_DIMS]);
+
+/* The default block of k ranks per node on a grid of `ndims` dimensions: k
+ * split into ndims factors as evenly as possible, the larger ones first
+ * (x, then y), like MPI_Dims_create: 2 -> 2x1x1, 4 -> 2x2x1, 8 -> 2x2x2,
+ * 6 -> 3x2x1, 12 -> 3x2x2. The most even split has the smallest faces
+ * between nodes. Cost O(k). Errors: SLIDE_EINVAL (NULL, k < 1, k > 2^20, ndims
+ * not 2 or 3). */
+int slide_block_default(int32_t k, int32_t ndims, int32_t block[SLIDE_MAX_DIMS]);
+
+/* Ranks of the rank grid with this block on the layout (ranks x block), or
+ * -1 if the block is invalid (a size < 1, b[2] != 1 on a 2D grid) or the
+ * total is above 2^28. Cost O(1). */
+int64_t slide_block_ranks(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS]);
+
+/* Rank of the rank grid that lane `lane` of node rank `node_rank` runs, and
+ * back. No checks: the block must be valid and the arguments in range.
+ * Cost O(1). */
+int32_t slide_block_rank(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                         int32_t node_rank, int32_t lane);
+void slide_block_locate(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS], int32_t rank,
+                        int32_t *node_rank, int32_t *lane);
+
+/* The node of every rank of the rank grid: rank_node[f] =
+ * rank_to_node[node rank of f] for the slide_block_ranks() ranks (what a
+ * hostfile lists: one line per rank). Cost O(ranks). Errors: SLIDE_EINVAL
+ * (NULL, an invalid block). */
+int slide_block_rank_nodes(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                           const int32_t *rank_to_node, int32_t *rank_node);
+
+/* slide_stencil_messages() on the rank grid: every neighbour pair of ranks
+ * (wrap-around pairs along rank-grid dimensions of >= 3 ranks when periodic),
+ * both ways, as ranks of the rank grid. Pairs inside a block are listed too
+ * (they cost no link). Same arguments and result as slide_stencil_messages();
+ * also -1 for an invalid block. Cost O(ranks). */
+int64_t slide_block_stencil_messages(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                                     int stencil_periodic, int dim, int32_t *src, int32_t *dst,
+                                     int64_t cap);
+
+/* Workspace of slide_block_measure(): slide_measure_workspace_bytes() with
+ * the rank grid's messages (0 for an invalid block). Cost O(1). */
+size_t slide_block_measure_workspace_bytes(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS]);
+
+/* slide_measure() of a node-rank map (rank_to_node: lay->ranks entries, as
+ * slide_map() gives) with every node rank running a block: the messages are
+ * the rank grid's (slide_block_stencil_messages), so a link between two nodes
+ * carries one message per rank of the face between their blocks, and a pair
+ * inside a node uses no link (0 hops). Pairs, hops, ranks_moved and
+ * ranks_per_node_max count ranks of the rank grid (K per node for a method
+ * that keeps one node rank per node). Errors: those of slide_measure(), and
+ * SLIDE_EBLOCK for an invalid block. */
+int slide_block_measure(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                        const int32_t *rank_to_node, int stencil_periodic, slide_metrics *out,
+                        void *work, size_t work_bytes);
 
 /* sizeof of the public structs, so bindings can check their mirrors:
  * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics,

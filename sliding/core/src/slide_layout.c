@@ -35,6 +35,8 @@ static const struct {
     STATUS(SLIDE_EORDER, "routing order must be a permutation of the topology's dimensions, e.g. xyz or zyx "
                          "(torus and mesh only)"),
     STATUS(SLIDE_ETOPO_FIT, "the grid has more nodes than the topology has hosts"),
+    STATUS(SLIDE_EBLOCK, "bad block of ranks per node: expected AxB (2D grid) or AxBxC (3D), sizes >= 1, "
+                         "e.g. '2x2x1'"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
