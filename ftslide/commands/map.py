@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(the default) or zyx")
     parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
-                        "none (default x:1)")
+                        "none (default x:1); a suffix /M:K keeps K spares per block of M node ids "
+                        "(z:1/16:1: one per leaf switch of 16 hosts), the planes' other nodes unused")
     parser.add_argument("--method", metavar="M[,M...]",
                         help="one substitution method or a comma list of them (docs/sliding-methods.md); "
                         "'all' for all of them (default hybrid)")

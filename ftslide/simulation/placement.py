@@ -27,7 +27,7 @@ class Placement:
 
     @property
     def spare_nodes(self) -> int:
-        return self.layout.nodes - self.layout.ranks
+        return self.layout.spare_nodes
 
     @staticmethod
     def hosts(mapping: list[int] | tuple[int, ...]) -> tuple[int, ...]:

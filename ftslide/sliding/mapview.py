@@ -119,7 +119,7 @@ def header_line(layout: Layout, failures: Sequence[int]) -> str:
     """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network."""
     points = 5 if len(layout.grid.sizes) == 2 else 7
     stencil = "periodic" if layout.grid.periodic else "open"
-    spare_nodes = layout.nodes - layout.ranks
+    spare_nodes = layout.spare_nodes
     if not failures:
         failed = "no failure"
     elif len(failures) <= 8:
@@ -214,7 +214,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         "spares": str(layout.spares),
         "nodes": layout.nodes,
         "ranks": layout.ranks,
-        "spare_nodes": layout.nodes - layout.ranks,
+        "spare_nodes": layout.spare_nodes,
         "failures": list(failures),
         "stencil_points": 5 if len(layout.grid.sizes) == 2 else 7,
         "stencil_periodic": layout.grid.periodic,
@@ -253,6 +253,7 @@ STATE_STYLE: dict[str, tuple[str, str]] = {
     "spare": ("#8fd18f", "unused spare"),
     "vacated": ("#ffffff", "free (vacated) node"),
     "dead": ("#3a3a3a", "dead node"),
+    "unused": ("#eeeeee", "not in the job (spare set)"),
 }
 
 
@@ -270,7 +271,9 @@ def _node_states(layout: Layout, result: MethodResult, failures: Sequence[int]) 
             moved = any(initial[r] != node for r in hosted[node])
             states[node] = "moved" if moved else "stayed"
         else:
-            states[node] = "spare" if layout.is_spare(node) else "vacated"
+            role = layout.role(node)
+            states[node] = "spare" if role is core.Role.SPARE else "unused" if role is core.Role.UNUSED \
+                else "vacated"
     return states
 
 
@@ -401,7 +404,7 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
     fig.suptitle(f"{layout.grid}, spares {layout.spares}, {methods}: failed nodes {failed}{where}",
                  fontsize=10)
     handles: list[Any] = [Patch(facecolor=STATE_STYLE[s][0], edgecolor="#555555", label=STATE_STYLE[s][1])
-                          for s in STATE_STYLE]
+                          for s in STATE_STYLE if s != "unused" or layout.spares.block]
     handles.append(Line2D([], [], color="#e02020", marker="x", linestyle="none", markersize=7,
                           label="failed node (#order)"))
     handles.append(Line2D([], [], color="#1f4fd1", marker=">", lw=1.4, markersize=5,

@@ -283,7 +283,7 @@ static int queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, i
     for (int32_t k = 0; k < steps; k++) {
         node = slide_step_(rt->lay, node, d, s);
         const int32_t v = rt->n2r[node];
-        if (v == NODE_DEAD)
+        if (v <= NODE_DEAD) /* dead or unused */
             continue;
         if (!add_move(rt, carry, node))
             return 0;
@@ -357,7 +357,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
     int32_t turn = f;
     for (int32_t i = 0; i < c->pre + c->k; i++) {
         turn = slide_step_(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
-        if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] == NODE_DEAD))
+        if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] <= NODE_DEAD))
             return 0;
     }
     const int32_t along = rt->n2r[turn] == NODE_FREE ? 0 : steps_to_free(rt, turn, c->d, c->s);
@@ -369,7 +369,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
         const int across = i >= c->pre && i < c->pre + c->k;
         node = slide_step_(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
         const int32_t r = rt->n2r[node];
-        if (r == NODE_DEAD)
+        if (r <= NODE_DEAD)
             continue;
         if (!add_move(rt, carry, node))
             break;
@@ -623,7 +623,7 @@ static void adopt_map(routed *rt, const int32_t *m)
     memcpy(rt->r2n, m, sizeof *m * (size_t)lay->ranks);
     rt->free_spares = 0;
     for (int32_t node = 0; node < lay->nodes; node++)
-        if (rt->n2r[node] != NODE_DEAD)
+        if (rt->n2r[node] >= NODE_FREE) /* not dead, not unused */
             rt->n2r[node] = NODE_FREE;
     for (int32_t r = 0; r < lay->ranks; r++)
         rt->n2r[m[r]] = r;
@@ -666,12 +666,13 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
-        rt.n2r[node] = NODE_FREE;
+        rt.n2r[node] = lay->spares.block > 0 && slide_role_(lay, node) == SLIDE_ROLE_UNUSED ? NODE_UNUSED
+                                                                                          : NODE_FREE;
     for (int32_t r = 0; r < lay->ranks; r++) {
         rt.n2r[r2n[r]] = r;
         rt.newnode[r] = -1;
     }
-    rt.free_spares = lay->nodes - lay->ranks;
+    rt.free_spares = lay->spare_nodes;
     reset_loads(&rt);
 
     for (int32_t i = 0; i < nfailed; i++) {
@@ -693,7 +694,7 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         ch.hybrid_load_max = ch.direct_load_max = -1;
         pick pk;
         memset(&pk, 0, sizeof pk);
-        if (v == NODE_FREE) { /* the node held no rank: the map may stay */
+        if (v < 0) { /* the node held no rank: the map may stay */
             candidate none = {SLIDE_CHOICE_NONE, {0, 0, {0, 0}, {0, 0}}, {0, 0, 0, 0, 0, 0}, -1,
                               {rt.ly[0].max, phased_cost(&rt), rt.ly[0].overloaded, 0, 0}};
             consider(&pk, &rt, i + 1, &none);
