@@ -1,0 +1,465 @@
+"""How far a substitution method is from the best possible map: the exact optimum and a bound.
+
+For a layout, the network's routing and a list of failed nodes, the optimum is the lowest max
+directed-link load of the stencil over *every* rank-to-node map a recovery could produce (any
+one-to-one map of the ranks onto the alive nodes of the job), then the fewest links above load 1,
+then the fewest ranks off their initial node. The failures' order does not matter to it (a
+recovery may move any rank): it is the best the final map can be.
+
+:func:`optimum` solves it exactly with OR-Tools' CP-SAT solver on grids of at most
+:data:`MAX_NODES` nodes whose network is the grid itself (a torus or mesh in dimension order), and
+gives the best load found with the best proven lower bound when its time limit ends first. Above
+that size it gives the proven bound of :func:`lower_bound` and the best of the maps it was handed.
+``docs/sliding-methods.md`` ("How far from optimal") states the model and the arguments.
+
+Errors: :class:`~ftslide.errors.FtslideError` (one line) for a network the model does not cover,
+failures that leave fewer alive nodes than ranks, and a missing ``ortools`` package.
+Cost: model building O(messages x nodes x route length) in Python (a few seconds at 64 nodes),
+then the solver's time, at most ``time_limit`` seconds; :func:`lower_bound` and
+:func:`product_map` O(nodes x failures).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import FtslideError
+from . import core
+from .core import Layout
+
+__all__ = ["MAX_NODES", "Optimum", "optimum", "lower_bound", "product_map", "solver_available"]
+
+# Largest grid the exact model is built for: at 64 nodes (4x4x4) it has about 0.3 million
+# clauses; 5x5x5 (125 nodes) already needs several GiB and more than 10 minutes.
+MAX_NODES = 100
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The best map for a layout after failures, or how close the search came.
+
+    ``link_load_max`` is the lowest max load found (a map that has it exists: ``mapping``, or the
+    map of a method handed in); ``lower_bound`` is proven: no map has a lower one; ``proven`` when
+    they are equal. ``links_overloaded`` and ``ranks_moved`` are those of the map found, minimal
+    among the maps with that load when ``tiebreak_proven``. ``how`` says what produced the answer
+    ("solver", "product map", "bound") and ``note`` why it is not proven, if it is not.
+    """
+
+    link_load_max: int
+    lower_bound: int
+    proven: bool
+    links_overloaded: int
+    ranks_moved: int
+    tiebreak_proven: bool
+    mapping: list[int] | None
+    how: str
+    seconds: float
+    note: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"link_load_max": self.link_load_max, "lower_bound": self.lower_bound,
+                "proven": self.proven, "links_overloaded": self.links_overloaded,
+                "ranks_moved": self.ranks_moved, "tiebreak_proven": self.tiebreak_proven,
+                "how": self.how, "seconds": round(self.seconds, 3), "note": self.note}
+
+
+def solver_available() -> bool:
+    """Whether OR-Tools (CP-SAT) can be imported."""
+    try:
+        import ortools.sat.python.cp_model  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _cp_model():  # type: ignore[no-untyped-def]
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError:
+        raise FtslideError("the exact optimum needs OR-Tools: pip install 'ortools>=9.15' "
+                           "(or run ./bootstrap setup)") from None
+    return cp_model
+
+
+def _grid_network(layout: Layout) -> bool:
+    """The layout runs on its own grid (a torus or mesh of the same shape)."""
+    net = layout.net
+    return net.kind in ("torus", "mesh") and tuple(net.dims) == tuple(layout.grid.sizes) and \
+        (net.kind == "torus") == layout.grid.periodic
+
+
+def _job_nodes(layout: Layout, failed: Sequence[int]) -> list[int]:
+    dead = set(failed)
+    return [n for n in range(layout.nodes) if n not in dead and layout.role(n) is not core.Role.UNUSED]
+
+
+# ---- product maps and the bound --------------------------------------------------------------
+
+
+def product_map(layout: Layout, failed: Sequence[int]) -> list[int] | None:
+    """A rigid re-embedding that avoids every failed and unused node, if one exists: logical
+    dimension d laid in order along a physical dimension of at least its size (any assignment of
+    logical to physical dimensions), skipping whole planes that hold every failed or unused node.
+    Every neighbour pair then talks along one straight line: max load 1 (slide2d's promise).
+    Among such maps the one that moves the fewest ranks; None if there is none.
+    Cost O(permutations x failures x nodes)."""
+    sizes, logical = layout.grid.sizes, layout.logical
+    ndims = len(sizes)
+    holes = [layout.coords(n) for n in range(layout.nodes)
+             if n in set(failed) or layout.role(n) is core.Role.UNUSED]
+    initial = layout.initial_map()
+    best: tuple[int, list[int]] | None = None
+    for perm in itertools.permutations(range(ndims)):   # logical d -> physical perm[d]
+        if any(logical[d] > sizes[perm[d]] for d in range(ndims)):
+            continue
+        spare = {perm[d]: sizes[perm[d]] - logical[d] for d in range(ndims)}   # planes to skip per dim
+        gap_dims = [e for e in range(ndims) if spare[e] > 0]
+        # each hole must lie in a skipped plane of some dimension; try every assignment (few holes)
+        if len(holes) > 12 and len(gap_dims) > 1:
+            continue
+        for assign in itertools.product(gap_dims, repeat=len(holes)):
+            gaps: dict[int, set[int]] = {e: set() for e in gap_dims}
+            for hole, e in zip(holes, assign):
+                gaps[e].add(hole[e])
+            if any(len(gaps[e]) > spare[e] for e in gap_dims):
+                continue
+            # fill the remaining skipped planes with the highest coordinates not yet skipped
+            # (the layout's own spare planes first), so that few ranks move
+            for e in gap_dims:
+                for c in range(sizes[e] - 1, -1, -1):
+                    if len(gaps[e]) == spare[e]:
+                        break
+                    gaps[e].add(c)
+            place = {e: [c for c in range(sizes[e]) if c not in gaps.get(e, set())] for e in range(ndims)}
+            mapping = []
+            for rank in range(layout.ranks):
+                lc, rest = [], rank
+                for d in range(ndims - 1, -1, -1):
+                    lc.append(rest % logical[d])
+                    rest //= logical[d]
+                lc.reverse()
+                pc = [0] * ndims
+                for d in range(ndims):
+                    pc[perm[d]] = place[perm[d]][lc[d]]
+                mapping.append(layout.node(pc))
+            moved = sum(a != b for a, b in zip(mapping, initial))
+            if best is None or moved < best[0]:
+                best = (moved, mapping)
+            if len(gap_dims) == 1:
+                break   # one way to cover the holes with one dimension's planes
+    return None if best is None else best[1]
+
+
+def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
+    """A proven lower bound of the optimum's max load, and its reason. Every map of two or more
+    ranks sends messages over links: 1. Cost O(1)."""
+    if layout.ranks < 2:
+        return 0, "a single rank sends nothing"
+    return 1, "every neighbour pair's messages cross at least one link"
+
+
+# ---- the exact model ---------------------------------------------------------------------------
+
+
+def _score(layout: Layout, mapping: Sequence[int]) -> tuple[int, int, int]:
+    m = core.measure(layout, mapping)
+    return m.link_load_max, m.links_overloaded, m.ranks_moved
+
+
+def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]] = (),
+            time_limit: float = 60.0, workers: int = 0) -> Optimum:
+    """The optimum after ``failed`` (see the module), or the best bound within ``time_limit``.
+
+    Parameters
+    ----------
+    layout : a Layout whose network is its grid (``core.make_layout`` with no other topology).
+    failed : the failed nodes (their order does not matter here).
+    maps : maps known to be possible (the methods' maps): the search starts from the best, and
+        above :data:`MAX_NODES` the answer is the best of them beside the bound.
+    time_limit : seconds for the solver, over the three stages (load, links above 1, moves).
+    workers : solver threads (0: the machine's cores).
+
+    Returns an :class:`Optimum`. Raises FtslideError for another network, a layout with fewer alive
+    job nodes than ranks, or a missing solver. Cost: see the module.
+    """
+    start = time.monotonic()
+    if not _grid_network(layout):
+        raise FtslideError(f"the exact optimum is for a torus or mesh network that is the grid itself; "
+                           f"{layout.grid} runs on {layout.net}")
+    alive = _job_nodes(layout, failed)
+    if len(alive) < layout.ranks:
+        raise FtslideError(f"{len(failed)} failures leave {len(alive)} alive nodes for {layout.ranks} ranks: "
+                           "no map exists")
+    known = [list(m) for m in maps]
+    embed = product_map(layout, failed)
+    if embed is not None:
+        known.append(embed)
+    scored = sorted((_score(layout, m), i) for i, m in enumerate(known))
+    best = scored[0][0] if scored else None
+    best_map = known[scored[0][1]] if scored else None
+    bound, why = lower_bound(layout, failed)
+
+    if layout.nodes > MAX_NODES:
+        if best is None:
+            raise FtslideError(f"the exact optimum is limited to grids of at most {MAX_NODES} nodes "
+                               f"({layout.grid} has {layout.nodes}) and no map was given to compare")
+        proven = best[0] <= bound
+        return Optimum(best[0], bound, proven, best[1], best[2], False, best_map,
+                       "product map" if embed is not None and best_map is embed else "bound",
+                       time.monotonic() - start,
+                       "" if proven else f"grid above {MAX_NODES} nodes: the solver is not run; "
+                       f"lower bound: {why}")
+    return _solve(layout, alive, best, best_map, bound, start, time_limit, workers)
+
+
+def _lemmas_hold(layout: Layout) -> bool:
+    """The load-1 lemmas need a torus of sides >= 3 whose every rank has 2 x ndims distinct
+    neighbours (a periodic stencil with logical sides >= 3)."""
+    return layout.grid.periodic and all(n >= 3 for n in layout.grid.sizes) and \
+        all(n >= 3 for n in layout.logical)
+
+
+def _flat_map(layout: Layout, alive: list[int], time_limit: float, workers: int,
+              fewest_moves: bool = False) -> tuple[bool | None, list[int] | None]:
+    """Is there a map of max load 1? By the load-1 lemmas (docs/sliding-methods.md) exactly when
+    every neighbour pair lies on one physical axis line with only nodes without a rank between
+    them on both its routes: a pure satisfiability model, far smaller than the load model.
+    (True, map), (False, None), or (None, None) when the time limit ends first. With
+    ``fewest_moves`` the map moves the fewest ranks, and True means proven so."""
+    cp_model = _cp_model()
+    net = layout.net
+    coords = {a: layout.coords(a) for a in alive}
+    ranks = range(layout.ranks)
+    model = cp_model.CpModel()
+    x = {(r, a): model.NewBoolVar("") for r in ranks for a in alive}
+    free = {a: model.NewBoolVar("") for a in alive}
+    for r in ranks:
+        model.AddExactlyOne(x[r, a] for a in alive)
+    for a in alive:
+        model.AddExactlyOne([x[r, a] for r in ranks] + [free[a]])
+    src, dst = core.stencil_messages(layout)
+    pairs = sorted({(min(s, t), max(s, t)) for s, t in zip(src, dst)})
+    ends = {}   # link -> its head host
+    for a in alive:
+        line = [b for b in alive if b != a and sum(p != q for p, q in zip(coords[a], coords[b])) == 1]
+        between = {}
+        for b in line:
+            inner = set()
+            for u, v in ((a, b), (b, a)):
+                for lk in net.route(u, v):
+                    if lk not in ends:
+                        ends[lk] = net.link(lk).head  # type: ignore[union-attr]
+                    if ends[lk] != v and ends[lk] in free:
+                        inner.add(ends[lk])
+            between[b] = sorted(inner)
+        for r, q in pairs:
+            for one, other in ((r, q), (q, r)):
+                model.AddBoolOr([x[one, a].Not()] + [x[other, b] for b in line])
+            for b in line:
+                for c in between[b]:
+                    model.AddBoolOr([x[r, a].Not(), x[q, b].Not(), free[c]])
+                    model.AddBoolOr([x[q, a].Not(), x[r, b].Not(), free[c]])
+    if fewest_moves:
+        initial = layout.initial_map()
+        model.Minimize(layout.ranks - sum(x[r, initial[r]] for r in ranks if (r, initial[r]) in x))
+    elif layout.grid.periodic:   # logical translations keep every load: alive[0] holds rank 0 or none
+        for r in ranks:
+            if r:
+                model.Add(x[r, alive[0]] == 0)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers or (os.cpu_count() or 1)
+    solver.parameters.max_time_in_seconds = max(time_limit, 0.1)
+    status = solver.Solve(model)
+    if status == cp_model.FEASIBLE and fewest_moves:
+        return None, _extract(solver, x, ranks, alive)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return True, _extract(solver, x, ranks, alive)
+    if status == cp_model.INFEASIBLE:
+        return False, None
+    return None, None
+
+
+def _solve(layout: Layout, alive: list[int], best: tuple[int, int, int] | None,
+           best_map: list[int] | None, bound: int, start: float, time_limit: float,
+           workers: int) -> Optimum:
+    cp_model = _cp_model()
+    if (best is None or best[0] > 1) and _lemmas_hold(layout):
+        flat, found_map = _flat_map(layout, alive, time_limit - (time.monotonic() - start), workers)
+        if flat is False:
+            bound = max(bound, 2)
+        elif flat:
+            best_map = found_map
+            best = _score(layout, found_map)  # type: ignore[arg-type]
+    net = layout.net
+    ndims = len(layout.grid.sizes)
+    order = [ord(c) - ord("x") for c in net.order] if net.order else list(range(ndims))
+    src, dst = core.stencil_messages(layout)
+    messages = list(zip(src, dst))
+    ranks = range(layout.ranks)
+    coords = {a: layout.coords(a) for a in alive}
+    model = cp_model.CpModel()
+    x = {(r, a): model.NewBoolVar(f"x{r}_{a}") for r in ranks for a in alive}
+    free = {a: model.NewBoolVar(f"f{a}") for a in alive}
+    for r in ranks:
+        model.AddExactlyOne(x[r, a] for a in alive)
+    for a in alive:
+        model.AddExactlyOne([x[r, a] for r in ranks] + [free[a]])
+
+    # Projections of a rank's node onto the routing order's prefixes and suffixes of dimensions:
+    # the links of a route along the i-th routed dimension depend on the target's coordinates in
+    # the dimensions routed before and at it, and on the source's in that dimension and after.
+    def projection(dims: tuple[int, ...]) -> dict[tuple[int, tuple[int, ...]], object]:
+        if len(dims) == ndims:
+            return {(r, coords[a]): x[r, a] for r in ranks for a in alive}
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for a in alive:
+            groups.setdefault(tuple(coords[a][d] for d in dims), []).append(a)
+        out = {}
+        for key, nodes in groups.items():
+            for r in ranks:
+                v = model.NewBoolVar("")
+                model.Add(v == sum(x[r, a] for a in nodes))
+                out[r, key] = v
+        return out
+
+    prefix = [tuple(order[: i + 1]) for i in range(ndims)]
+    suffix = [tuple(sorted(order[i:])) for i in range(ndims)]
+    proj = {dims: projection(dims) for dims in set(prefix + suffix)}
+
+    # Route segments: for each routed dimension i, the links of route(a, b) along it, keyed by
+    # (target prefix, source suffix).
+    segments: list[dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]]] = [{} for _ in range(ndims)]
+    link_dim = {}
+    for a in alive:
+        for b in alive:
+            if a == b:
+                continue
+            for lk in net.route(a, b):
+                if lk not in link_dim:
+                    link_dim[lk] = net.link(lk).dim  # type: ignore[union-attr]
+                i = order.index(link_dim[lk])
+                key = (tuple(coords[b][d] for d in prefix[i]), tuple(coords[a][d] for d in suffix[i]))
+                seg = segments[i].setdefault(key, [])
+                if lk not in seg:
+                    seg.append(lk)
+    used: dict[tuple[int, int], object] = {}
+    loads: dict[int, list[object]] = {}
+    for m, (s, t) in enumerate(messages):
+        for i in range(ndims):
+            pt, ps = proj[prefix[i]], proj[suffix[i]]
+            for (tkey, skey), links in segments[i].items():
+                lt, ls = pt.get((t, tkey)), ps.get((s, skey))
+                if lt is None or ls is None:
+                    continue
+                for lk in links:
+                    u = used.get((m, lk))
+                    if u is None:
+                        u = used[m, lk] = model.NewBoolVar("")
+                        loads.setdefault(lk, []).append(u)
+                    model.AddBoolOr([lt.Not(), ls.Not(), u])  # type: ignore[attr-defined]
+    top = max(len(v) for v in loads.values()) if loads else 0
+    ub = best[0] if best else top
+    load = model.NewIntVar(bound, max(bound, ub), "load")
+    for us in loads.values():
+        model.Add(sum(us) <= load)
+
+    # Logical translations keep every load (periodic stencil): node alive[0] holds rank 0 or none.
+    # Valid for the load and the links above 1, not for the moves: assumed until then.
+    symmetric = model.NewBoolVar("symmetric")
+    if layout.grid.periodic:
+        for r in ranks:
+            if r:
+                model.AddImplication(symmetric, x[r, alive[0]].Not())
+    if best_map is not None:
+        for r, node in enumerate(best_map):
+            for a in alive:
+                model.AddHint(x[r, a], node == a)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers or (os.cpu_count() or 1)
+
+    def remaining() -> float:
+        return time_limit - (time.monotonic() - start)
+
+    def run(objective: object) -> int:
+        model.Minimize(objective)
+        solver.parameters.max_time_in_seconds = max(remaining(), 0.1)
+        return solver.Solve(model)
+
+    # Stage 1: the max load (nothing to search when a known map meets the bound).
+    model.AddAssumption(symmetric)
+    if best is not None and best_map is not None and best[0] <= bound:
+        found, mapping = best[0], best_map
+    else:
+        status = run(load)
+        lb = max(bound, int(round(solver.BestObjectiveBound()))) if status != cp_model.INFEASIBLE else bound
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            mapping = _extract(solver, x, ranks, alive)
+            if best is None or _score(layout, mapping) < best:
+                best, best_map = _score(layout, mapping), mapping
+        if status != cp_model.OPTIMAL:
+            if best is None or best_map is None:
+                raise FtslideError(f"the solver found no map within {time_limit:g} s: raise the time limit")
+            return Optimum(best[0], lb, best[0] <= lb, best[1], best[2], False, best_map, "solver",
+                           time.monotonic() - start, f"time limit {time_limit:g} s reached")
+        found = int(solver.Value(load))
+    proven_ties = True
+    # Stage 2: the links above load 1, at that load.
+    model.Add(load == found)
+    model.ClearHints()
+    for r, node in enumerate(mapping):
+        for a in alive:
+            model.AddHint(x[r, a], node == a)
+    if found > 1 and remaining() > 0:
+        over = [model.NewBoolVar("") for _ in loads]
+        for o, us in zip(over, loads.values()):
+            model.Add(sum(us) <= 1 + (found - 1) * o)
+        status = run(sum(over))
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found_map = _extract(solver, x, ranks, alive)
+            if _score(layout, found_map) <= _score(layout, mapping):
+                mapping = found_map
+            proven_ties = status == cp_model.OPTIMAL
+            model.Add(sum(over) <= _score(layout, mapping)[1])
+        else:
+            proven_ties = False
+    # Stage 3: the ranks moved, without the symmetry (it does not keep the moves).
+    if proven_ties and found == 1 and _lemmas_hold(layout) and remaining() > 0:
+        done, flat_map = _flat_map(layout, alive, remaining(), workers, fewest_moves=True)
+        if flat_map is not None and _score(layout, flat_map) <= _score(layout, mapping):
+            mapping = flat_map
+        proven_ties = bool(done)
+    elif proven_ties and remaining() > 0:
+        model.ClearHints()
+        for r, node in enumerate(mapping):
+            for a in alive:
+                model.AddHint(x[r, a], node == a)
+        model.ClearAssumptions()
+        initial = layout.initial_map()
+        stay = [x[r, initial[r]] for r in ranks if (r, initial[r]) in x]
+        status = run(layout.ranks - sum(stay))
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found_map = _extract(solver, x, ranks, alive)
+            if _score(layout, found_map) <= _score(layout, mapping):
+                mapping = found_map
+            proven_ties = status == cp_model.OPTIMAL
+        else:
+            proven_ties = False
+    else:
+        proven_ties = False
+    sc = _score(layout, mapping)
+    assert sc[0] == found, (sc, found)
+    return Optimum(found, found, True, sc[1], sc[2], proven_ties, mapping, "solver",
+                   time.monotonic() - start,
+                   "" if proven_ties else f"time limit {time_limit:g} s reached before the tie-breaks")
+
+
+def _extract(solver: object, x: dict, ranks: range, alive: list[int]) -> list[int]:
+    out = []
+    for r in ranks:
+        out.append(next(a for a in alive if solver.BooleanValue(x[r, a])))  # type: ignore[attr-defined]
+    return out
