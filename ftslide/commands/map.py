@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import FtslideError
-from ..sliding import core, mapview
+from ..sliding import core, mapview, optimal
 from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..ui.table import print_table
@@ -57,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="a method that cannot place every failure reports the map before the "
                         "failure it could not place and the command still exits 0")
+    parser.add_argument("--optimal", action="store_true",
+                        help="also the best any substitution can do after these failures: the exact "
+                        "optimum of the max load (OR-Tools CP-SAT) on grids of at most 100 nodes whose "
+                        "network is the grid, else a proven lower bound beside the best method")
+    parser.add_argument("--optimal-time", type=float, default=60.0, metavar="S",
+                        help="seconds the solver may take (default 60); when they run out the best "
+                        "load found and the best bound are shown, marked not proven")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--with-map", action="store_true",
                         help="with --json: include the final rank->node map of each method")
@@ -197,14 +204,25 @@ def run(args: argparse.Namespace) -> int:
         raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
     plot = check_plot_path(args.plot) if args.plot else None
 
+    if args.optimal and not args.optimal_time > 0:
+        raise FtslideError(f"--optimal-time must be a positive number of seconds, not {args.optimal_time:g}")
     results = [mapview.run_method(layout, m, failures) for m in methods]
     stuck = any(r.error is not None for r in results) and not args.keep_going
+    best = None
+    if args.optimal:
+        complete = [r.mapping for r in results if r.error is None and r.method.one_rank_per_node]
+        best = optimal.optimum(layout, failures, complete, time_limit=args.optimal_time)
 
     if args.json:
-        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map)), flush=True)
+        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map, best)), flush=True)
     else:
         print(mapview.header_line(layout, failures))
-        print_table(mapview.TABLE_HEADERS, [mapview.table_row(r, len(failures)) for r in results])
+        rows = [mapview.table_row(r, len(failures)) for r in results]
+        if best is not None:
+            rows.append(mapview.optimum_row(layout, best))
+        print_table(mapview.TABLE_HEADERS, rows)
+        if best is not None:
+            print(mapview.optimum_line(best))
         for r in results:
             if r.choices:
                 print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "

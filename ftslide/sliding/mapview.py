@@ -25,7 +25,8 @@ from . import core
 from .core import Choice, Layout, Metrics, SlideError, explain, measure
 
 __all__ = ["MethodResult", "run_method", "describe_choice", "CHOICE_HEADERS", "choice_rows", "hist_short",
-           "describe_node", "header_line", "describe_net", "TABLE_HEADERS", "table_row", "BRIEF_HEADERS",
+           "describe_node", "header_line", "describe_net", "TABLE_HEADERS", "table_row", "optimum_row", "optimum_line",
+           "BRIEF_HEADERS",
            "brief_rows", "error_code_name", "json_document", "dumps", "stuck_message", "STATE_STYLE", "draw"]
 
 # ---- one method's map -------------------------------------------------------------------
@@ -165,15 +166,36 @@ def brief_rows(results: Sequence[MethodResult]) -> list[list[object]]:
     return rows
 
 
+def optimum_row(layout: Layout, best: Any) -> list[object]:
+    """The optimum's row under TABLE_HEADERS (``best`` an :class:`~ftslide.sliding.optimal.Optimum`):
+    its map's metrics when it has one; the max load with its proven bound when not proven."""
+    load = str(best.link_load_max) if best.proven else f"{best.link_load_max} (>= {best.lower_bound})"
+    if best.mapping is None:
+        return ["optimum", "-", best.ranks_moved, "-", "-", "-", load, best.links_overloaded, 1]
+    m = measure(layout, best.mapping)
+    return ["optimum", "-", m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}", hist_short(m.hops_hist), load,
+            m.links_overloaded, m.ranks_per_node_max]
+
+
+def optimum_line(best: Any) -> str:
+    """One line on how the optimum was found and whether it is proven."""
+    what = f"max load {best.link_load_max}, " + ("proven optimal" if best.proven else
+                                                 f"not proven (lower bound {best.lower_bound})")
+    ties = "links >1 and moves minimal too" if best.tiebreak_proven else "links >1 and moves not proven minimal"
+    note = f"; {best.note}" if best.note else ""
+    return f"optimum ({best.how}, {best.seconds:.1f} s): {what}; {ties}{note}"
+
+
 def error_code_name(code: int) -> str:
     """The core's name of a status code (``ENOSPARE``)."""
     return core.Status(code).name
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
-                  with_map: bool) -> dict[str, Any]:
+                  with_map: bool, best: Any = None) -> dict[str, Any]:
     """``ftslide map --json``: the layout, the failures and per method its metrics, its error,
-    its choices (a choosing method) and, ``with_map``, its rank -> node map."""
+    its choices (a choosing method) and, ``with_map``, its rank -> node map; with ``best`` (an
+    Optimum) the ``optimal`` object."""
     methods = []
     for r in results:
         m = r.metrics
@@ -206,7 +228,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         if with_map:
             entry["map"] = r.mapping
         methods.append(entry)
-    return {
+    doc: dict[str, Any] = {
         "grid": str(layout.grid),
         "topology": str(layout.net),
         "route_order": layout.net.order,
@@ -220,6 +242,11 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         "stencil_periodic": layout.grid.periodic,
         "methods": methods,
     }
+    if best is not None:
+        doc["optimal"] = best.as_dict()
+        if with_map:
+            doc["optimal"]["map"] = best.mapping
+    return doc
 
 
 def dumps(value: Any, indent: str = "") -> str:
