@@ -561,11 +561,13 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
 class Choice:
     """What routed did for one failure (slide_choice in slide_core.h)."""
 
-    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross
-    dim: int                       # block, cross: slide dimension (0 = x) ...
-    dir: int                       # ... and direction (+1 / -1)
+    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross,
+                                   # surface
+    dim: int                       # block, cross: slide dimension (0 = x); surface: the lines' dimension
+    dir: int                       # block, cross: direction (+1 / -1); surface: the logical dimension on them
     lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions;
-                                        # cross: ((dimension crossed, signed steps), _)
+                                        # cross: ((dimension crossed, signed steps), _);
+                                        # surface: ((_, pieces), (_, pieces)) the tiles per side
     load_max: int                  # the map after this failure
     overloaded: int
     spares: int                    # spare-layout nodes newly occupied

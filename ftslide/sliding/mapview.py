@@ -70,6 +70,10 @@ def describe_choice(layout: Layout, choice: Choice) -> str:
         return f"{choice.kind.label}'s map"
     if choice.kind is kinds.DIRECT:
         return "direct to the nearest free node"
+    if choice.kind is kinds.SURFACE:
+        (_, pieces0), (_, pieces1) = choice.lines
+        tiles = "one skipped plane" if pieces0 * pieces1 == 1 else f"{pieces0}x{pieces1} tiles"
+        return f"surface: logical {DIM_NAMES[choice.dir]} along {DIM_NAMES[choice.dim]} lines, {tiles}"
     along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
     if choice.kind is kinds.CROSS:
         (dim, steps), _ = choice.lines

@@ -314,7 +314,7 @@ def _solve(layout: Layout, alive: list[int], best: tuple[int, int, int] | None,
     # the dimensions routed before and at it, and on the source's in that dimension and after.
     def projection(dims: tuple[int, ...]) -> dict[tuple[int, tuple[int, ...]], object]:
         if len(dims) == ndims:
-            return {(r, coords[a]): x[r, a] for r in ranks for a in alive}
+            return {(r, tuple(coords[a][d] for d in dims)): x[r, a] for r in ranks for a in alive}
         groups: dict[tuple[int, ...], list[int]] = {}
         for a in alive:
             groups.setdefault(tuple(coords[a][d] for d in dims), []).append(a)

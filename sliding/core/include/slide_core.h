@@ -159,7 +159,27 @@
  *               free node, every rank on it moving one alive node along it;
  *               (c) DIRECT: v to the free node nearest f (grid hops, ties ->
  *               lowest id); (d) HYBRID: hybrid's map for the same failures,
- *               taken whole. Score, lower first: the max directed-link load,
+ *               taken whole; (e) SURFACE, only when the best of (a)-(d) has a
+ *               max load above 1: the whole map laid out again with exactly
+ *               one free or dead node on every line along a dimension e
+ *               where a logical dimension one shorter than e lies (in order
+ *               along the line, skipping that node) and the other logical
+ *               dimensions lie in order on the other dimensions (of equal
+ *               sizes). The lines are cut into tiles of w0 x w1 lines (offsets
+ *               o0, o1; the last tile of a row takes a remainder) and all
+ *               lines of a tile skip one coordinate: that of the failed or
+ *               unused node the tile holds, else the last (a tile holding two
+ *               at different coordinates, or a line holding two, is no
+ *               candidate). Tilings: one tile of all lines (a rigid product
+ *               map, load 1) for every such e; when the best load is still
+ *               above 2 and the network is the grid's own torus or mesh, also
+ *               stripes (2 lines wide, whole in the other dimension, both
+ *               offsets) for every e, and 2 x 2 tiles (every offset) for the
+ *               e routed in the middle of a 3D grid and for both e of a 2D
+ *               grid: there a line whose two neighbours along each other
+ *               dimension are not both in other tiles never takes two extra
+ *               messages on one link (docs/sliding-methods.md).
+ *               Score, lower first: the max directed-link load,
  *               then the phased cost (the sum over the stencil's dimensions of
  *               the max load of the messages of the pairs along that
  *               dimension: what a halo exchange one dimension at a time
@@ -277,8 +297,10 @@ typedef enum slide_choice_kind {
     SLIDE_CHOICE_BLOCK = 1,   /* a block of lines along `dim` shifted one node toward `dir` */
     SLIDE_CHOICE_DIRECT = 2,  /* the failed rank moved straight to the nearest free node */
     SLIDE_CHOICE_HYBRID = 3,  /* hybrid's map for the same failures was taken whole */
-    SLIDE_CHOICE_CROSS = 4    /* the ranks on a path across to a nearby line along `dim`, then
+    SLIDE_CHOICE_CROSS = 4,   /* the ranks on a path across to a nearby line along `dim`, then
                                * along it toward `dir`, moved one node along it */
+    SLIDE_CHOICE_SURFACE = 5  /* the whole map laid out again with one node free or dead on every
+                               * line along `dim` (a re-embedding; see SLIDE_ROUTED) */
 } slide_choice_kind;
 
 typedef struct slide_choice {
@@ -286,7 +308,9 @@ typedef struct slide_choice {
     int32_t dim, dir;          /* BLOCK: slide dimension (0 = x), direction +1/-1 */
     int32_t lo[2], width[2];   /* BLOCK: the lines, as an interval (first coordinate, count)
                                 * in each of the other two dimensions, lower dimension first;
-                                * CROSS: lo[0] the dimension crossed, width[0] the signed steps */
+                                * CROSS: lo[0] the dimension crossed, width[0] the signed steps;
+                                * SURFACE: the tiles' offsets and widths in the other two
+                                * dimensions; dir: the logical dimension laid along `dim` */
     int32_t load_max;          /* the chosen map's max directed-link load (stencil) */
     int32_t overloaded;        /* its links with load > 1 */
     int32_t spares;            /* spare-layout nodes it newly occupies (net) */

@@ -93,7 +93,7 @@ const char *slide_choice_kind_name(int kind)
 {
     static const char *const kinds[] = {
         [SLIDE_CHOICE_NONE] = "none",     [SLIDE_CHOICE_BLOCK] = "block", [SLIDE_CHOICE_DIRECT] = "direct",
-        [SLIDE_CHOICE_HYBRID] = "hybrid", [SLIDE_CHOICE_CROSS] = "cross",
+        [SLIDE_CHOICE_HYBRID] = "hybrid", [SLIDE_CHOICE_CROSS] = "cross", [SLIDE_CHOICE_SURFACE] = "surface",
     };
     return kind < 0 || kind >= (int)(sizeof kinds / sizeof kinds[0]) ? NULL : kinds[kind];
 }
