@@ -7,7 +7,6 @@ This module reads the command line and checks it; every map and metric comes fro
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +15,7 @@ from ..errors import FtslideError
 from ..sliding import core, mapview, optimal
 from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
+from ..ui.output import check_figure_path
 from ..ui.table import print_table
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
@@ -24,7 +24,6 @@ NAME = "map"
 HELP = ("show where ranks run after node failures for one or several substitution methods: "
         "hops, link loads, migrations, and a plot of the moved ranks")
 
-PLOT_FORMATS = (".png", ".svg")
 
 
 # ---- argument parsing ------------------------------------------------------------
@@ -160,20 +159,6 @@ def parse_failures(text: str, layout: Layout) -> list[int]:
     return failures
 
 
-def check_plot_path(path: Path) -> Path:
-    if path.suffix.lower() not in PLOT_FORMATS:
-        raise FtslideError(f"--plot {path}: the file name must end in .png or .svg")
-    folder = path.parent
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist; create it first"
-        raise FtslideError(f"--plot {path}: folder '{folder}' {what}")
-    if path.is_dir():
-        raise FtslideError(f"--plot {path} is a folder; give a file name ending in .png or .svg")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise FtslideError(f"--plot {path}: folder '{folder}' is not writable")
-    return path
-
-
 def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> int | None:
     """The z plane to draw (None for 2D grids)."""
     sizes = layout.grid.sizes
@@ -202,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     z = slice_z(layout, failures, args.slice) if args.plot else None
     if args.slice is not None and not args.plot:
         raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
-    plot = check_plot_path(args.plot) if args.plot else None
+    plot = check_figure_path(args.plot) if args.plot else None
 
     if args.optimal and not args.optimal_time > 0:
         raise FtslideError(f"--optimal-time must be a positive number of seconds, not {args.optimal_time:g}")

@@ -100,65 +100,118 @@ def _job_nodes(layout: Layout, failed: Sequence[int]) -> list[int]:
 # ---- product maps and the bound --------------------------------------------------------------
 
 
+def _coverings(skips: dict[int, int], holes: list[tuple[int, ...]],
+               limit: int = 100_000) -> list[dict[int, set[int]]] | None:
+    """Every minimal way to choose, per dimension e, at most ``skips[e]`` skipped coordinates so
+    that every hole has its coordinate skipped in some dimension (an exact search: each step takes
+    the first hole not yet covered and tries each dimension with room left). None when the search
+    passes ``limit`` steps (undecided). Cost O(dims ** sum(skips)), at most ``limit`` steps."""
+    found: list[dict[int, set[int]]] = []
+    seen: set[tuple[tuple[int, tuple[int, ...]], ...]] = set()
+    steps = 0
+
+    def walk(chosen: dict[int, set[int]]) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > limit:
+            return False
+        open_hole = next((h for h in holes if not any(h[e] in chosen[e] for e in chosen)), None)
+        if open_hole is None:
+            key = tuple(sorted((e, tuple(sorted(c))) for e, c in chosen.items()))
+            if key not in seen:
+                seen.add(key)
+                found.append({e: set(c) for e, c in chosen.items()})
+            return True
+        for e in chosen:
+            if len(chosen[e]) < skips[e]:
+                chosen[e].add(open_hole[e])
+                ok = walk(chosen)
+                chosen[e].discard(open_hole[e])
+                if not ok:
+                    return False
+        return True
+
+    return found if walk({e: set() for e, k in skips.items() if k > 0}) else None
+
+
+def _embeddings(layout: Layout, failed: Sequence[int]) -> tuple[list[tuple[tuple[int, ...], dict[int, set[int]]]], bool]:
+    """The product sets of nodes that avoid every failed and unused node: per assignment of logical
+    to physical dimensions (``perm[d]`` holds logical dimension d), the skipped coordinates per
+    physical dimension. Also whether the search was complete."""
+    sizes, logical = layout.grid.sizes, layout.logical
+    ndims = len(sizes)
+    dead = set(failed)
+    holes = sorted({layout.coords(n) for n in range(layout.nodes)
+                    if n in dead or layout.role(n) is core.Role.UNUSED})
+    out, complete = [], True
+    for perm in itertools.permutations(range(ndims)):
+        if any(logical[d] > sizes[perm[d]] for d in range(ndims)):
+            continue
+        skips = {perm[d]: sizes[perm[d]] - logical[d] for d in range(ndims)}
+        covers = _coverings(skips, holes)
+        if covers is None:
+            complete = False
+            continue
+        out += [(perm, cover) for cover in covers]
+    return out, complete
+
+
 def product_map(layout: Layout, failed: Sequence[int]) -> list[int] | None:
     """A rigid re-embedding that avoids every failed and unused node, if one exists: logical
     dimension d laid in order along a physical dimension of at least its size (any assignment of
     logical to physical dimensions), skipping whole planes that hold every failed or unused node.
-    Every neighbour pair then talks along one straight line: max load 1 (slide2d's promise).
-    Among such maps the one that moves the fewest ranks; None if there is none.
-    Cost O(permutations x failures x nodes)."""
+    Every neighbour pair then talks along one straight line (slide2d's promise: max load 1 when
+    the skipped planes leave no gap of half a ring). Among such maps the one that moves the fewest
+    ranks; None if there is none. Cost: :func:`_coverings` per permutation, O(nodes) per map."""
     sizes, logical = layout.grid.sizes, layout.logical
     ndims = len(sizes)
-    holes = [layout.coords(n) for n in range(layout.nodes)
-             if n in set(failed) or layout.role(n) is core.Role.UNUSED]
     initial = layout.initial_map()
     best: tuple[int, list[int]] | None = None
-    for perm in itertools.permutations(range(ndims)):   # logical d -> physical perm[d]
-        if any(logical[d] > sizes[perm[d]] for d in range(ndims)):
-            continue
-        spare = {perm[d]: sizes[perm[d]] - logical[d] for d in range(ndims)}   # planes to skip per dim
-        gap_dims = [e for e in range(ndims) if spare[e] > 0]
-        # each hole must lie in a skipped plane of some dimension; try every assignment (few holes)
-        if len(holes) > 12 and len(gap_dims) > 1:
-            continue
-        for assign in itertools.product(gap_dims, repeat=len(holes)):
-            gaps: dict[int, set[int]] = {e: set() for e in gap_dims}
-            for hole, e in zip(holes, assign):
-                gaps[e].add(hole[e])
-            if any(len(gaps[e]) > spare[e] for e in gap_dims):
-                continue
-            # fill the remaining skipped planes with the highest coordinates not yet skipped
-            # (the layout's own spare planes first), so that few ranks move
-            for e in gap_dims:
-                for c in range(sizes[e] - 1, -1, -1):
-                    if len(gaps[e]) == spare[e]:
-                        break
-                    gaps[e].add(c)
-            place = {e: [c for c in range(sizes[e]) if c not in gaps.get(e, set())] for e in range(ndims)}
-            mapping = []
-            for rank in range(layout.ranks):
-                lc, rest = [], rank
-                for d in range(ndims - 1, -1, -1):
-                    lc.append(rest % logical[d])
-                    rest //= logical[d]
-                lc.reverse()
-                pc = [0] * ndims
-                for d in range(ndims):
-                    pc[perm[d]] = place[perm[d]][lc[d]]
-                mapping.append(layout.node(pc))
-            moved = sum(a != b for a, b in zip(mapping, initial))
-            if best is None or moved < best[0]:
-                best = (moved, mapping)
-            if len(gap_dims) == 1:
-                break   # one way to cover the holes with one dimension's planes
+    for perm, cover in _embeddings(layout, failed)[0]:
+        gaps = {e: set(c) for e, c in cover.items()}
+        # fill the remaining skipped planes with the highest coordinates not yet skipped (the
+        # layout's own spare planes first), so that few ranks move
+        for d in range(ndims):
+            e = perm[d]
+            gaps.setdefault(e, set())
+            for c in range(sizes[e] - 1, -1, -1):
+                if len(gaps[e]) == sizes[e] - logical[d]:
+                    break
+                gaps[e].add(c)
+        place = {e: [c for c in range(sizes[e]) if c not in gaps[e]] for e in range(ndims)}
+        mapping = []
+        for rank in range(layout.ranks):
+            lc, rest = [], rank
+            for d in range(ndims - 1, -1, -1):
+                lc.append(rest % logical[d])
+                rest //= logical[d]
+            lc.reverse()
+            pc = [0] * ndims
+            for d in range(ndims):
+                pc[perm[d]] = place[perm[d]][lc[d]]
+            mapping.append(layout.node(pc))
+        moved = sum(a != b for a, b in zip(mapping, initial))
+        if best is None or moved < best[0]:
+            best = (moved, mapping)
     return None if best is None else best[1]
 
 
 def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
-    """A proven lower bound of the optimum's max load, and its reason. Every map of two or more
-    ranks sends messages over links: 1. Cost O(1)."""
+    """A proven lower bound of the optimum's max load, and its reason.
+
+    Every map of two or more ranks sends messages over links: 1. On a torus network that is the
+    grid itself (sides >= 3, logical sides >= 3, periodic stencil, dimension-order routing in any
+    order), a map of max load 1 lays the ranks on a product set of nodes (the theorem in
+    docs/sliding-methods.md, "How far from optimal"), so when no product set avoids the failed and
+    unused nodes, no map has load 1: the bound is 2. Cost: the covering search, O(dims ** skipped
+    planes) per assignment of dimensions (undecided past 100,000 steps: bound 1)."""
     if layout.ranks < 2:
         return 0, "a single rank sends nothing"
+    if _grid_network(layout) and _lemmas_hold(layout):
+        embeddings, complete = _embeddings(layout, failed)
+        if complete and not embeddings:
+            return 2, ("a map of load 1 lays the ranks on a product set of nodes, and no product set "
+                       "avoids the failed nodes")
     return 1, "every neighbour pair's messages cross at least one link"
 
 
@@ -287,7 +340,7 @@ def _solve(layout: Layout, alive: list[int], best: tuple[int, int, int] | None,
            best_map: list[int] | None, bound: int, start: float, time_limit: float,
            workers: int) -> Optimum:
     cp_model = _cp_model()
-    if (best is None or best[0] > 1) and _lemmas_hold(layout):
+    if (best is None or best[0] > 1) and bound < 2 and _lemmas_hold(layout):
         flat, found_map = _flat_map(layout, alive, time_limit - (time.monotonic() - start), workers)
         if flat is False:
             bound = max(bound, 2)
