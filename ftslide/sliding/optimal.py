@@ -100,8 +100,7 @@ def _job_nodes(layout: Layout, failed: Sequence[int]) -> list[int]:
 # ---- product maps and the bound --------------------------------------------------------------
 
 
-def _coverings(skips: dict[int, int], holes: list[tuple[int, ...]],
-               limit: int = 100_000) -> list[dict[int, set[int]]] | None:
+def _coverings(skips: dict[int, int], holes: list[tuple[int, ...]], limit: int = 100_000) -> list[dict[int, set[int]]] | None:
     """Every minimal way to choose, per dimension e, at most ``skips[e]`` skipped coordinates so
     that every hole has its coordinate skipped in some dimension (an exact search: each step takes
     the first hole not yet covered and tries each dimension with room left). None when the search
@@ -134,51 +133,78 @@ def _coverings(skips: dict[int, int], holes: list[tuple[int, ...]],
     return found if walk({e: set() for e, k in skips.items() if k > 0}) else None
 
 
-def _embeddings(layout: Layout, failed: Sequence[int]) -> tuple[list[tuple[tuple[int, ...], dict[int, set[int]]]], bool]:
-    """The product sets of nodes that avoid every failed and unused node: per assignment of logical
-    to physical dimensions (``perm[d]`` holds logical dimension d), the skipped coordinates per
-    physical dimension. Also whether the search was complete."""
+def _ring_ok(kept: Sequence[int], n: int) -> bool:
+    """Whether ranks on the coordinates ``kept`` of a ring of ``n`` (in cyclic order) reach their
+    two neighbours on the ring through skipped coordinates only, each message the short way:
+    every gap under half the ring, or exactly half from 0 up to n/2 (SimGrid's tie rule sends
+    both ways through that gap, and through none other of half the ring)."""
+    kept = sorted(kept)
+    for a, b in zip(kept, kept[1:] + [kept[0] + n]):
+        gap = b - a
+        if 2 * gap > n or (2 * gap == n and (a, b) != (0, n // 2)):
+            return False
+    return True
+
+
+def _embeddings(layout: Layout, failed: Sequence[int], limit: int = 100_000
+                ) -> tuple[list[tuple[tuple[int, ...], dict[int, list[int]]]], bool]:
+    """The product sets of nodes that avoid every failed and unused node and whose rings keep
+    every neighbour message on skipped coordinates (:func:`_ring_ok`): per assignment of logical
+    to physical dimensions (``perm[d]`` holds logical dimension d), the kept coordinates of each
+    physical dimension, in order. Also whether the search was complete (``limit`` steps)."""
     sizes, logical = layout.grid.sizes, layout.logical
     ndims = len(sizes)
     dead = set(failed)
     holes = sorted({layout.coords(n) for n in range(layout.nodes)
                     if n in dead or layout.role(n) is core.Role.UNUSED})
-    out, complete = [], True
+    out, complete, seen = [], True, set()
     for perm in itertools.permutations(range(ndims)):
         if any(logical[d] > sizes[perm[d]] for d in range(ndims)):
             continue
         skips = {perm[d]: sizes[perm[d]] - logical[d] for d in range(ndims)}
-        covers = _coverings(skips, holes)
+        covers = _coverings(skips, holes, limit)
         if covers is None:
             complete = False
             continue
-        out += [(perm, cover) for cover in covers]
+        for cover in covers:
+            # complete each dimension's skipped coordinates in every way that keeps its ring whole
+            choices = []
+            for e in range(ndims):
+                must = cover.get(e, set())
+                rest = [c for c in range(sizes[e]) if c not in must]
+                ways = []
+                for extra in itertools.combinations(rest, skips[e] - len(must)):
+                    kept = [c for c in rest if c not in extra]
+                    if _ring_ok(kept, sizes[e]) or not layout.grid.periodic:
+                        ways.append(kept)
+                    if len(ways) > limit:
+                        break
+                choices.append(ways)
+            if sum(len(w) for w in choices) > limit:
+                complete = False
+                continue
+            for kept in itertools.product(*choices):
+                key = (perm, tuple(map(tuple, kept)))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((perm, dict(enumerate(kept))))
+                if len(out) > limit:
+                    return out, False
     return out, complete
 
 
 def product_map(layout: Layout, failed: Sequence[int]) -> list[int] | None:
     """A rigid re-embedding that avoids every failed and unused node, if one exists: logical
     dimension d laid in order along a physical dimension of at least its size (any assignment of
-    logical to physical dimensions), skipping whole planes that hold every failed or unused node.
-    Every neighbour pair then talks along one straight line (slide2d's promise: max load 1 when
-    the skipped planes leave no gap of half a ring). Among such maps the one that moves the fewest
-    ranks; None if there is none. Cost: :func:`_coverings` per permutation, O(nodes) per map."""
+    logical to physical dimensions), skipping whole planes that hold every failed or unused node,
+    and on a torus with every neighbour message crossing skipped planes only (max load 1).
+    Among such maps the one that moves the fewest ranks; None if there is none.
+    Cost: :func:`_embeddings`, then O(ranks) per product set."""
     sizes, logical = layout.grid.sizes, layout.logical
     ndims = len(sizes)
     initial = layout.initial_map()
     best: tuple[int, list[int]] | None = None
-    for perm, cover in _embeddings(layout, failed)[0]:
-        gaps = {e: set(c) for e, c in cover.items()}
-        # fill the remaining skipped planes with the highest coordinates not yet skipped (the
-        # layout's own spare planes first), so that few ranks move
-        for d in range(ndims):
-            e = perm[d]
-            gaps.setdefault(e, set())
-            for c in range(sizes[e] - 1, -1, -1):
-                if len(gaps[e]) == sizes[e] - logical[d]:
-                    break
-                gaps[e].add(c)
-        place = {e: [c for c in range(sizes[e]) if c not in gaps[e]] for e in range(ndims)}
+    for perm, place in _embeddings(layout, failed)[0]:
         mapping = []
         for rank in range(layout.ranks):
             lc, rest = [], rank
@@ -202,8 +228,9 @@ def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
     Every map of two or more ranks sends messages over links: 1. On a torus network that is the
     grid itself (sides >= 3, logical sides >= 3, periodic stencil, dimension-order routing in any
     order), a map of max load 1 lays the ranks on a product set of nodes (the theorem in
-    docs/sliding-methods.md, "How far from optimal"), so when no product set avoids the failed and
-    unused nodes, no map has load 1: the bound is 2. Cost: the covering search, O(dims ** skipped
+    docs/sliding-methods.md, "How far from optimal") whose rings pass messages through skipped
+    coordinates only, so when no such product set avoids the failed and unused nodes, no map has
+    load 1: the bound is 2. Cost: the covering search, O(dims ** skipped
     planes) per assignment of dimensions (undecided past 100,000 steps: bound 1)."""
     if layout.ranks < 2:
         return 0, "a single rank sends nothing"
@@ -211,7 +238,7 @@ def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
         embeddings, complete = _embeddings(layout, failed)
         if complete and not embeddings:
             return 2, ("a map of load 1 lays the ranks on a product set of nodes, and no product set "
-                       "avoids the failed nodes")
+                       "avoids the failed nodes with short enough gaps")
     return 1, "every neighbour pair's messages cross at least one link"
 
 
@@ -224,7 +251,7 @@ def _score(layout: Layout, mapping: Sequence[int]) -> tuple[int, int, int]:
 
 
 def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]] = (),
-            time_limit: float = 60.0, workers: int = 0) -> Optimum:
+            time_limit: float = 60.0, workers: int = 0, tiebreaks: bool = True) -> Optimum:
     """The optimum after ``failed`` (see the module), or the best bound within ``time_limit``.
 
     Parameters
@@ -235,6 +262,7 @@ def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]]
         above :data:`MAX_NODES` the answer is the best of them beside the bound.
     time_limit : seconds for the solver, over the three stages (load, links above 1, moves).
     workers : solver threads (0: the machine's cores).
+    tiebreaks : also minimise the links above 1, then the moves (False: the max load alone).
 
     Returns an :class:`Optimum`. Raises FtslideError for another network, a layout with fewer alive
     job nodes than ranks, or a missing solver. Cost: see the module.
@@ -256,6 +284,10 @@ def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]]
     best_map = known[scored[0][1]] if scored else None
     bound, why = lower_bound(layout, failed)
 
+    if not tiebreaks and best is not None and best[0] <= bound:
+        return Optimum(best[0], bound, True, best[1], best[2], False, best_map,
+                       "product map" if embed is not None and best_map is embed else "bound",
+                       time.monotonic() - start, "tie-breaks not asked")
     if layout.nodes > MAX_NODES:
         if best is None:
             raise FtslideError(f"the exact optimum is limited to grids of at most {MAX_NODES} nodes "
@@ -266,7 +298,7 @@ def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]]
                        time.monotonic() - start,
                        "" if proven else f"grid above {MAX_NODES} nodes: the solver is not run; "
                        f"lower bound: {why}")
-    return _solve(layout, alive, best, best_map, bound, start, time_limit, workers)
+    return _solve(layout, alive, best, best_map, bound, start, time_limit, workers, tiebreaks)
 
 
 def _lemmas_hold(layout: Layout) -> bool:
@@ -338,7 +370,7 @@ def _flat_map(layout: Layout, alive: list[int], time_limit: float, workers: int,
 
 def _solve(layout: Layout, alive: list[int], best: tuple[int, int, int] | None,
            best_map: list[int] | None, bound: int, start: float, time_limit: float,
-           workers: int) -> Optimum:
+           workers: int, tiebreaks: bool = True) -> Optimum:
     cp_model = _cp_model()
     if (best is None or best[0] > 1) and bound < 2 and _lemmas_hold(layout):
         flat, found_map = _flat_map(layout, alive, time_limit - (time.monotonic() - start), workers)
@@ -460,6 +492,10 @@ def _solve(layout: Layout, alive: list[int], best: tuple[int, int, int] | None,
             return Optimum(best[0], lb, best[0] <= lb, best[1], best[2], False, best_map, "solver",
                            time.monotonic() - start, f"time limit {time_limit:g} s reached")
         found = int(solver.Value(load))
+    if not tiebreaks:
+        sc = _score(layout, mapping)
+        return Optimum(found, found, True, sc[1], sc[2], False, mapping, "solver", time.monotonic() - start,
+                       "tie-breaks not asked")
     proven_ties = True
     # Stage 2: the links above load 1, at that load.
     model.Add(load == found)
