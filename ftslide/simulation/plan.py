@@ -165,6 +165,7 @@ def candidate_layouts(topology: Topology, grid: str, budget: int,
                                    f"--spare-nodes {budget}")
             out.append(placement)
         return out
+    make_placement(topology, grid, "none")   # the grid itself must fit the topology (one-line error)
     ndims = len(sc.parse_grid(grid).sizes)
     names = "xyz"[:ndims]
     specs = [f"{d}:{k}" for d in names for k in (1, 2)]
