@@ -53,6 +53,8 @@ def test_torus_plans_ranked_within_the_budget(tmp_path: Path) -> None:
 def test_spare_sets_per_leaf_switch() -> None:
     assert pl.block_sizes(parse_topology(FAT_TREE)) == {"leaf": 4}
     assert pl.block_sizes(parse_topology("torus:4x4")) == {}
+    # 2 groups of 2 chassis of 2 routers of 2 hosts: 2 hosts per router, 8 per group
+    assert pl.block_sizes(parse_topology("dragonfly:2,1;2,1;2,1;2")) == {"leaf": 2, "group": 8}
     doc = plans("--topology", FAT_TREE, "--grid", "torus:4x4x2", "--failures", "2", "--spare-nodes", "16",
                 "--draws", "2", "--methods", "hybrid,routed")
     by_layout = {p["spares"]: p for p in doc["plans"]}
