@@ -153,13 +153,14 @@ def plan(jobs: int) -> None:
     base = ["--preset", "k", "--failures", "8", "--spare-nodes", "144"]
     seconds, doc = run_plan(base)
     best = doc["plans"][0]
+    print(f"\nftslide plan --preset k --failures 8 --spare-nodes 144: {seconds:.0f} s without SimGrid; best "
+          f"{best['spares']} {best['method']}, stencil7 {best['slowdown']['stencil']:.2f} (model)", flush=True)
     sim_seconds, sim_doc = run_plan(base + ["--simulate", "3", "--jobs", str(jobs)])
     sim_best = sim_doc["plans"][0]
     # the bound: no layout of 144 spare nodes (one plane) keeps 8 random failures in one plane
     placement = make_placement(parse_topology("torus:12x12x12"), None, best["spares"])
     bounds = [optimal.lower_bound(placement.layout, d)[0] for d in draw_failures(placement, 8, 20, 1)]
-    print(f"\nftslide plan --preset k --failures 8 --spare-nodes 144: {seconds:.0f} s without SimGrid, "
-          f"{sim_seconds:.0f} s with --simulate 3")
+    print(f"with --simulate 3: {sim_seconds:.0f} s")
     print_table(["#", "spares", "method", "stencil7 (model)", "phased", "allreduce", "barrier", "stencil7 (SimGrid)"],
                 [[p["rank"], p["spares"], p["method"], *(f"{p['slowdown'][k]:.2f}" for k in
                                                          ("stencil", "stencil-phased", "allreduce", "barrier")),
