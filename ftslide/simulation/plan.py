@@ -26,6 +26,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import FtslideError
 from ..sliding import core as sc
@@ -284,11 +285,9 @@ def confirm(cfg: PlanConfig, plan: Plan, trials: int, jobs: int = 0, timeout: fl
     plan.simulated = {r["pattern"]: r["slowdown_median"] for r in rows if r["failures"] == plan.failures}
 
 
-def plot(path: "object", plans: Sequence[Plan], title: str, ndims: int) -> None:
+def plot(path: Path, plans: Sequence[Plan], title: str, ndims: int) -> None:
     """One panel per pattern: the model slowdown after 1..F failures of each plan given (their
     ``curve``), written atomically to ``path`` (.png or .svg)."""
-    from pathlib import Path
-
     fig = new_figure(11, 3.4)
     axes = fig.subplots(1, len(PATTERNS))
     for ax, pattern in zip(axes, PATTERNS):
@@ -304,7 +303,7 @@ def plot(path: "object", plans: Sequence[Plan], title: str, ndims: int) -> None:
     axes[-1].legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    save_figure(fig, Path(str(path)))
+    save_figure(fig, path)
 
 
 def as_dict(plan: Plan, position: int) -> dict[str, object]:
