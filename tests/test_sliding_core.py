@@ -86,6 +86,28 @@ def test_layout_fields_and_mismatch() -> None:
         sc.make_layout(None, "x:1")  # type: ignore[arg-type]
 
 
+def test_spare_sets() -> None:
+    """A spare set (``z:1/16:1``: one spare per block of 16 node ids, a leaf switch): roles from the core,
+    the spare count, and no method ever gives a rank to an unused node."""
+    lay = sc.make_layout("torus:8x8x8", "z:1/16:1")
+    assert str(lay.spares) == "z:1/16:1" and sc.parse_spares("z:1/16:1").block == 16
+    assert (lay.ranks, lay.spare_nodes) == (448, 32)
+    assert [lay.role(n).label for n in (6, 7, 15)] == ["rank", "unused", "spare"]
+    assert [r.label for r in sc.Role] == ["rank", "spare", "unused"]
+    failed = [9, 7, 100, 300, 15, 477]   # 7 is unused, 15 a spare
+    for method in sc.methods():
+        try:
+            mapping = sc.compute_map(lay, method, failed)
+        except sc.SlideError as exc:
+            assert method.label in ("slide1d", "slide2d"), exc
+            continue
+        assert not set(mapping) & set(failed)
+        assert all(lay.role(n) is not sc.Role.UNUSED for n in mapping) or method is sc.Method.SHRINK
+    assert sc.compute_map(lay, "hybrid", [9, 7]) == sc.compute_map(lay, "hybrid", [9])
+    with pytest.raises(FtslideError, match="1 <= K <= M"):
+        sc.make_layout("torus:8x8x8", "z:1/4:5")
+
+
 def test_hand_computed_maps() -> None:
     # Same example as the C tests: 4x4 mesh, spare column x=3, node 5 fails.
     lay = sc.make_layout("mesh:4x4", "x:1")

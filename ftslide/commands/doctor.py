@@ -18,7 +18,7 @@ NAME = "doctor"
 HELP = "check the compiler, the Open MPI build (FT MPI support), SimGrid and Python packages; exit 0 only if all is there"
 
 APT = "apt-get install -y"
-PYTHON_PACKAGES = ("numpy", "matplotlib", "pytest", "pytest_timeout")
+PYTHON_PACKAGES = ("numpy", "matplotlib", "ortools", "pytest", "pytest_timeout")
 
 
 @dataclass

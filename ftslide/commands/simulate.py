@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(the default) or zyx")
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
-    parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
+    parser.add_argument("--spares", help="spare layout, e.g. x:1, or a spare set z:1/16:1 (K=1 spare per "
+                        "block of M=16 node ids: per leaf switch or group) (default x:1)")
     parser.add_argument("--methods", help="comma-separated substitution methods (default: every method "
                         "that keeps one rank per node, all but shrink)")
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",

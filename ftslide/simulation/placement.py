@@ -31,7 +31,7 @@ class Placement:
 
     @property
     def spare_nodes(self) -> int:
-        return self.layout.nodes - self.layout.ranks
+        return self.layout.spare_nodes
 
     @property
     def ranks_per_node(self) -> int:

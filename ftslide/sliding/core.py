@@ -73,14 +73,14 @@ class _CGrid(ctypes.Structure):
 
 class _CSpares(ctypes.Structure):
     _fields_ = [("ndims", ctypes.c_int32), ("dim", ctypes.c_int32 * 2),
-                ("count", ctypes.c_int32 * 2)]
+                ("count", ctypes.c_int32 * 2), ("block", ctypes.c_int32), ("per_block", ctypes.c_int32)]
 
 
 class _CLayout(ctypes.Structure):
     _fields_ = [("grid", _CGrid), ("spares", _CSpares), ("spare_count", ctypes.c_int32 * 3),
                 ("logical", ctypes.c_int32 * 3), ("stride", ctypes.c_int32 * 3),
                 ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32), ("net", _CTopo),
-                ("expect", ctypes.c_int32)]
+                ("expect", ctypes.c_int32), ("spare_nodes", ctypes.c_int32)]
 
 
 class _CChoice(ctypes.Structure):
@@ -115,6 +115,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_node_coords": (None, [_P(_CLayout), ctypes.c_int32, _P(ctypes.c_int32)]),
     "slide_node_index": (ctypes.c_int32, [_P(_CLayout), _P(ctypes.c_int32)]),
     "slide_is_spare": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_node_role": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_node_role_name": (ctypes.c_char_p, [ctypes.c_int]),
     "slide_hops": (ctypes.c_int32, [_P(_CLayout), ctypes.c_int32, ctypes.c_int32]),
     "slide_initial_map": (None, [_P(_CLayout), _P(ctypes.c_int32)]),
     "slide_map_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
@@ -180,13 +182,15 @@ def _names() -> dict[str, type[CEnum]]:
     lib = _lib()
     return {"Method": c_enum("Method", lib.slide_method_name, _Method),
             "Status": c_enum("Status", lib.slide_status_name),
-            "ChoiceKind": c_enum("ChoiceKind", lib.slide_choice_kind_name)}
+            "ChoiceKind": c_enum("ChoiceKind", lib.slide_choice_kind_name),
+            "Role": c_enum("Role", lib.slide_node_role_name)}
 
 
 def __getattr__(name: str) -> type[CEnum]:
-    """``Method`` (``Method.ROUTED.label == "routed"``), ``Status`` (``Status.ENOSPARE``) and
-    ``ChoiceKind``: the core's enumerations, read from the library at first use."""
-    if name in ("Method", "Status", "ChoiceKind"):
+    """``Method`` (``Method.ROUTED.label == "routed"``), ``Status`` (``Status.ENOSPARE``),
+    ``ChoiceKind`` and ``Role`` (what a node is to a layout: rank, spare, unused): the core's
+    enumerations, read from the library at first use."""
+    if name in ("Method", "Status", "ChoiceKind", "Role"):
         return _names()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -234,18 +238,22 @@ class Grid:
 
 @dataclass(frozen=True)
 class Spares:
-    """Spare layout: ``(dimension name, count)`` pairs, primary first."""
+    """Spare layout: ``(dimension name, count)`` pairs, primary first; ``block``, ``per_block``
+    for a spare set (``z:1/16:1``: one spare per block of 16 node ids), 0 for whole planes."""
 
     dims: tuple[tuple[str, int], ...]
+    block: int = 0
+    per_block: int = 0
 
     def __str__(self) -> str:
-        return ",".join(f"{d}:{k}" for d, k in self.dims) or "none"
+        planes = ",".join(f"{d}:{k}" for d, k in self.dims) or "none"
+        return f"{planes}/{self.block}:{self.per_block}" if self.block else planes
 
     def _c(self) -> _CSpares:
         dims = [DIM_NAMES.index(d) for d, _ in self.dims] + [-1, -1]
         counts = [k for _, k in self.dims] + [0, 0]
         return _CSpares(len(self.dims), (ctypes.c_int32 * 2)(*dims[:2]),
-                        (ctypes.c_int32 * 2)(*counts[:2]))
+                        (ctypes.c_int32 * 2)(*counts[:2]), self.block, self.per_block)
 
 
 def _text(value: object, what: str) -> bytes:
@@ -270,7 +278,7 @@ def parse_grid(text: str) -> Grid:
 
 
 def parse_spares(text: str) -> Spares:
-    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ...
+    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1``, ``z:1/16:1`` ...
 
     Returns Spares; raises SlideError (code ESPARES_*) naming the grammar. Cost O(len(text)).
     """
@@ -278,7 +286,8 @@ def parse_spares(text: str) -> Spares:
     rc = _lib().slide_spares_parse(_text(text, "spare layout"), ctypes.byref(out))
     if rc != 0:
         raise SlideError(f"bad spare layout '{text}': {strerror(rc)}", rc)
-    return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)))
+    return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)),
+                  out.block, out.per_block)
 
 
 @dataclass(frozen=True)
@@ -314,9 +323,19 @@ class Layout:
             raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", _status().ENODE)
         return int(node)
 
+    @property
+    def spare_nodes(self) -> int:
+        """Spare nodes of the layout (``nodes - ranks`` unless a spare set leaves nodes unused)."""
+        return int(self._c.spare_nodes)
+
     def is_spare(self, node: int) -> bool:
         self._check_node(node)
         return bool(_lib().slide_is_spare(ctypes.byref(self._c), node))
+
+    def role(self, node: int) -> CEnum:
+        """What the node is to the layout: a member of :data:`Role` (rank, spare, unused)."""
+        self._check_node(node)
+        return _names()["Role"](_lib().slide_node_role(ctypes.byref(self._c), node))
 
     def hops(self, a: int, b: int) -> int:
         """Hop distance between two nodes of the grid (the methods' notion of near)."""
@@ -378,7 +397,7 @@ def make_layout(grid: Grid | str | None, spares: Spares | str, net: Topology | N
     if isinstance(expect, bool) or not isinstance(expect, int) or \
             _lib().slide_layout_set_expect(ctypes.byref(c), expect) != 0:
         raise SlideError(f"the spare budget must be a count of failures from 0 to the "
-                         f"{c.nodes - c.ranks} spare nodes, not {expect!r}", _status().EINVAL)
+                         f"{c.spare_nodes} spare nodes, not {expect!r}", _status().EINVAL)
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
@@ -641,11 +660,13 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
 class Choice:
     """What routed did for one failure (slide_choice in slide_core.h)."""
 
-    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross
-    dim: int                       # block, cross: slide dimension (0 = x) ...
-    dir: int                       # ... and direction (+1 / -1)
+    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross,
+                                   # surface
+    dim: int                       # block, cross: slide dimension (0 = x); surface: the lines' dimension
+    dir: int                       # block, cross: direction (+1 / -1); surface: the logical dimension on them
     lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions;
-                                        # cross: ((dimension crossed, signed steps), _)
+                                        # cross: ((dimension crossed, signed steps), _);
+                                        # surface: ((_, pieces), (_, pieces)) the tiles per side
     load_max: int                  # the map after this failure
     overloaded: int
     spares: int                    # spare-layout nodes newly occupied

@@ -1,6 +1,6 @@
 /* Unit tests of the slide_core library. Usage: test_slide_core GROUP
  * where GROUP is parse, layout, examples, properties, promises, metrics,
- * metrics_reference, blocks or errors (ctest runs each group as its own test). */
+ * metrics_reference, blocks, errors or spare_sets (ctest runs each group as its own test). */
 #include "slide_core.h"
 
 #include <stdio.h>
@@ -142,6 +142,12 @@ static void test_parse(void)
           "y:2,x:1 keeps the written order (primary y)");
     CHECK(slide_spares_parse("none", &s) == SLIDE_OK && s.ndims == 0, "none");
     CHECK(slide_spares_parse("", &s) == SLIDE_OK && s.ndims == 0, "empty");
+    CHECK(slide_spares_parse("z:1/16:1", &s) == SLIDE_OK && s.ndims == 1 && s.dim[0] == 2 && s.block == 16 &&
+              s.per_block == 1,
+          "z:1/16:1");
+    CHECK(slide_spares_parse("x:1,y:1/8:3", &s) == SLIDE_OK && s.ndims == 2 && s.block == 8 && s.per_block == 3,
+          "x:1,y:1/8:3");
+    CHECK(slide_spares_parse("x:1", &s) == SLIDE_OK && s.block == 0 && s.per_block == 0, "whole planes");
     struct { const char *text; int rc; } bad_spares[] = {
         {"x", SLIDE_ESPARES_SYNTAX},         {"x:", SLIDE_ESPARES_SYNTAX},
         {"x:0", SLIDE_ESPARES_COUNT},        {"w:1", SLIDE_ESPARES_SYNTAX},
@@ -149,6 +155,10 @@ static void test_parse(void)
         {"x:1;y:1", SLIDE_ESPARES_SYNTAX},   {"x:1,", SLIDE_ESPARES_SYNTAX},
         {"X:1", SLIDE_ESPARES_SYNTAX},       {"x:99999999999", SLIDE_ESPARES_COUNT},
         {"x:-1", SLIDE_ESPARES_SYNTAX},      {"x1", SLIDE_ESPARES_SYNTAX},
+        {"z:1/16", SLIDE_ESPARES_SYNTAX},    {"z:1/16:", SLIDE_ESPARES_SYNTAX},
+        {"z:1/16:2x", SLIDE_ESPARES_SYNTAX}, {"z:1/0:1", SLIDE_ESPARES_COUNT},
+        {"z:1/16:0", SLIDE_ESPARES_COUNT},   {"z:1/4:5", SLIDE_ESPARES_COUNT},
+        {"/16:1", SLIDE_ESPARES_SYNTAX},     {"z:1,/16:1", SLIDE_ESPARES_SYNTAX},
     };
     for (size_t i = 0; i < sizeof bad_spares / sizeof bad_spares[0]; i++) {
         int rc = slide_spares_parse(bad_spares[i].text, &s);
@@ -235,6 +245,22 @@ static void test_layout(void)
     bad.ndims = 4;
     CHECK(slide_layout_init(&out, &bad, &s) == SLIDE_EGRID_DIMS, "4D grid struct");
     CHECK(slide_struct_size(2) == sizeof(slide_layout) && slide_struct_size(9) == 0, "struct sizes");
+
+    /* A spare set: torus 8x8x8, plane z = 7, one spare per block of 16 ids (ids 16k+15; 16k+7 unused). */
+    slide_layout b = make_layout("torus:8x8x8", "z:1/16:1");
+    CHECK(b.ranks == 448 && b.spare_nodes == 32, "z:1/16:1: %d ranks, %d spares", b.ranks, b.spare_nodes);
+    CHECK(slide_node_role(&b, 15) == SLIDE_ROLE_SPARE && slide_node_role(&b, 7) == SLIDE_ROLE_UNUSED &&
+              slide_node_role(&b, 6) == SLIDE_ROLE_RANK && slide_node_role(&b, 512) == -1 &&
+              slide_is_spare(&b, 7) == 0 && slide_is_spare(&b, 31) == 1,
+          "roles of a spare set");
+    CHECK(make_layout("torus:8x8x8", "z:1/16:2").spare_nodes == 64, "two per block: the whole plane");
+    CHECK(make_layout("torus:8x8x8", "z:1").spare_nodes == 64, "whole planes: nodes - ranks");
+    CHECK(strcmp(slide_node_role_name(SLIDE_ROLE_UNUSED), "unused") == 0 && slide_node_role_name(3) == NULL,
+          "role names");
+    slide_spares_parse("x:1/4:1", &s);
+    CHECK(slide_layout_init(&out, &g2, &s) == SLIDE_OK && out.spare_nodes == 1, "4x4 x:1/4:1: node 15");
+    CHECK(slide_layout_set_expect(&out, 2) == SLIDE_EINVAL && slide_layout_set_expect(&out, 1) == SLIDE_OK,
+          "the budget counts the spare set's spares");
 }
 
 /* ---- hand-computed examples ----------------------------------------------- */
@@ -592,6 +618,62 @@ static int has_tie_pair(const slide_layout *lay, const int32_t *map, int periodi
     }
     free(src), free(dst);
     return tie;
+}
+
+/* Spare sets: no method ever puts a rank on an unused node, a failure on one
+ * changes no fixed rule's map, and the spare methods run out exactly when
+ * fewer alive job nodes than ranks remain. */
+static void test_spare_sets(void)
+{
+    static const char *const grids[][2] = {
+        {"torus:8x8x8", "z:1/16:1"}, {"mesh:6x5", "x:1/5:2"}, {"torus:6x6x4", "x:1,y:1/12:3"},
+    };
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        slide_layout lay = make_layout(grids[gi][0], grids[gi][1]);
+        const int32_t N = lay.nodes, R = lay.ranks;
+        int32_t *init = malloc((size_t)R * sizeof *init), *cur = malloc((size_t)R * sizeof *cur);
+        int32_t *prev = malloc((size_t)R * sizeof *prev), *failed = malloc((size_t)N * sizeof *failed);
+        unsigned char *dead = calloc((size_t)N, 1);
+        slide_initial_map(&lay, init);
+        for (int method = 0; method < SLIDE_NMETHODS; method++) {
+            for (int seed = 0; seed < (method == SLIDE_ROUTED ? 3 : 10); seed++) {
+                rng_state = 4242u * gi + 31u * (unsigned)method + (unsigned)seed;
+                memset(dead, 0, (size_t)N);
+                memcpy(prev, init, (size_t)R * sizeof *prev);
+                int32_t k = 0, job_dead = 0;
+                for (; k < N; k++) {
+                    int32_t f = rng_below(N);
+                    while (dead[f])
+                        f = (f + 1) % N;
+                    failed[k] = f;
+                    dead[f] = 1;
+                    const int unused = slide_node_role(&lay, f) == SLIDE_ROLE_UNUSED;
+                    job_dead += !unused;
+                    char tag[128];
+                    snprintf(tag, sizeof tag, "%s %s %s seed %d k %d", grids[gi][0], grids[gi][1],
+                             slide_method_name(method), seed, k + 1);
+                    int32_t e;
+                    int rc = run_map(&lay, method, failed, k + 1, cur, &e, 0x5a);
+                    if (method != SLIDE_SHRINK && R + lay.spare_nodes - job_dead < R) {
+                        CHECK(rc == SLIDE_ENOSPARE, "%s: rc %d, out of spares expected", tag, rc);
+                        break;
+                    }
+                    if (rc != SLIDE_OK) {
+                        CHECK(allowed_error(method, rc) && rc != SLIDE_ENOSPARE, "%s: rc %d", tag, rc);
+                        break;
+                    }
+                    for (int32_t r = 0; r < R; r++)
+                        CHECK(!dead[cur[r]] && (method == SLIDE_SHRINK ||
+                                                slide_node_role(&lay, cur[r]) != SLIDE_ROLE_UNUSED),
+                              "%s: rank %d on node %d", tag, r, cur[r]);
+                    if (unused && method != SLIDE_ROUTED)
+                        CHECK(same_map(cur, prev, R), "%s: a failure on an unused node moved ranks", tag);
+                    memcpy(prev, cur, (size_t)R * sizeof *prev);
+                }
+            }
+        }
+        free(init), free(cur), free(prev), free(failed), free(dead);
+    }
 }
 
 static void test_promises(void)
@@ -989,6 +1071,7 @@ int main(int argc, char **argv)
         {"promises", test_promises},   {"metrics", test_metrics},
         {"errors", test_errors},       {"metrics_reference", test_metrics_reference},
         {"blocks", test_blocks},
+        {"spare_sets", test_spare_sets},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
