@@ -190,7 +190,9 @@ static void test_parse(void)
               "traits of %s", names[i]);
     CHECK(slide_method_one_rank_per_node(SLIDE_NMETHODS) == -1 && slide_method_chooses(-1) == -1, "traits out of range");
     CHECK(strcmp(slide_choice_kind_name(SLIDE_CHOICE_HYBRID), "hybrid") == 0 &&
-              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 && slide_choice_kind_name(5) == NULL,
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 &&
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_SURFACE), "surface") == 0 &&
+              slide_choice_kind_name(SLIDE_CHOICE_SURFACE + 1) == NULL,
           "choice kind names");
 }
 
