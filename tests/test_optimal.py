@@ -129,7 +129,8 @@ def test_map_optimal_cli() -> None:
     line = next(x for x in result.stdout.splitlines() if x.startswith("optimum ("))
     assert ("proven optimal" in line) or (f"above {op.MAX_NODES} nodes" in line and "not proven" in line), line
     for args, phrase in ((["--topology", "fattree:4", "--grid", "4x4"], "grid itself"),
-                         (["--grid", "4x4", "--optimal-time", "0"], "--optimal-time must be a positive")):
+                         (["--grid", "4x4", "--optimal-time", "0"], "--optimal-time must be a positive"),
+                         (["--grid", "4x4", "--ranks-per-node", "2"], "--optimal works on one rank per node")):
         result = ftslide_map(*args, "--spares", "x:1", "--method", "routed", "--fail", "1", "--optimal")
         assert result.returncode == 1 and phrase in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
