@@ -11,6 +11,7 @@ from ..toolchain.ompi import require_prefix
 from ..sliding import core, mapview
 from ..sliding.core import make_layout
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -40,13 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
     parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")
     parser.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints (default 5)")
-    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
-                        help="processes per node (default 1): every node runs a block of K ranks and a kill "
-                        "takes all K processes of its node; on this machine every K consecutive processes form "
-                        "a node (docs/sliding-runtime.md)")
-    parser.add_argument("--block", metavar="AxB[xC]",
-                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
-                        "(default: the most even split, 2 -> 2x1x1, 4 -> 2x2x1)")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks and a kill "
+                      "takes all K processes of its node; on this machine every K consecutive processes form "
+                      "a node (docs/sliding-runtime.md)")
     parser.add_argument("--node-coords", metavar="FILE",
                         help="place the nodes on the grid from FILE: one line per node, its name (the node "
                         "number 0..N-1 in process order) and its grid coordinates (sliding_nodes.h)")

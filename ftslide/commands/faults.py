@@ -17,6 +17,7 @@ from ..sliding import runtime as stencil
 from ..ui.output import write_text
 from ..ui.progress import Bar
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -42,12 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
-    parser.add_argument("--ranks-per-node", type=int, default=defaults.ranks_per_node, metavar="K",
-                        help="processes per node (default 1): every node runs a block of K ranks and every "
-                        "kill takes all K processes of its node at once")
-    parser.add_argument("--block", metavar="AxB[xC]",
-                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
-                        "(default: the most even split)")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks and every "
+                      "kill takes all K processes of its node at once",
+                      default=defaults.ranks_per_node)
     parser.add_argument("--cluster", action="store_true",
                         help="run across an emulated cluster (one network namespace per node, created for the "
                         "campaign and removed after it; root) where every kill takes a whole node, its PRRTE "

@@ -17,6 +17,7 @@ from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
 from ..ui.output import check_figure_path
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -56,13 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="a method that cannot place every failure reports the map before the "
                         "failure it could not place and the command still exits 0")
-    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
-                        help="processes (ranks) per node: every node runs a block of K ranks of the rank grid "
-                        "and moves with them; link loads count the K-rank faces between nodes and no message "
-                        "inside a node (default 1)")
-    parser.add_argument("--block", metavar="AxB[xC]",
-                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
-                        "(default: the most even split, 2 -> 2x1x1, 4 -> 2x2x1)")
+    add_block_options(parser, "processes (ranks) per node: every node runs a block of K ranks of the rank grid "
+                      "and moves with them; link loads count the K-rank faces between nodes and no message "
+                      "inside a node (default 1)")
     parser.add_argument("--optimal", action="store_true",
                         help="also the best any substitution can do after these failures: the exact "
                         "optimum of the max load (OR-Tools CP-SAT) on grids of at most 100 nodes whose "

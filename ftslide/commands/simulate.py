@@ -21,6 +21,7 @@ from ..simulation.sweep import (
 )
 from ..ui.table import print_table
 from ..units import parse_rate, parse_size, parse_speed, parse_time
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -47,12 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
                         help="routed's spare budget: keep a free spare node for each of the N "
                         "failures expected (default 0: no reservation)")
-    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
-                        help="ranks per node (default 1): every host runs a block of K ranks of the rank grid, "
-                        "which move with their node; messages inside a host use its loopback, not the network")
-    parser.add_argument("--block", metavar="AxB[xC]",
-                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
-                        "(default: the most even split, 2 -> 2x1x1, 4 -> 2x2x1)")
+    add_block_options(parser, "ranks per node (default 1): every host runs a block of K ranks of the rank grid, "
+                      "which move with their node; messages inside a host use its loopback, not the network")
     parser.add_argument("--failures", default="0..8", help="failure counts: 0..8 or 0,2,4")
     parser.add_argument("--patterns", default="stencil7,barrier,allreduce",
                         help="comma-separated kernels: stencil7 (stencil5 in 2D; every halo at "

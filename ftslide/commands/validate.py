@@ -16,6 +16,7 @@ from ..simulation.platform import platform_xml
 from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -49,12 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed halo exchanges per run, after one untimed (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs of each map, interleaved across maps (default %(default)s)")
-    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="K",
-                        help="processes per node (default 1): every node runs a block of K ranks of the "
-                        "kernel's rank grid, K slots per namespace node, K ranks per SimGrid host")
-    parser.add_argument("--block", metavar="AxB[xC]",
-                        help="with --ranks-per-node: the block of ranks a node runs, sizes multiplying to K "
-                        "(default: the most even split)")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks of the "
+                      "kernel's rank grid, K slots per namespace node, K ranks per SimGrid host")
     parser.add_argument("--no-calibration", action="store_true",
                         help="predict with the bare platform: no calibration run of the host speed and the "
                         "CPU work per byte sent (docs/simulations.md, \"Calibration\")")
