@@ -6,7 +6,6 @@ Small machines only (a 6x5 torus, a 32-host fat-tree, a 4x4x3 torus for SimGrid)
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,8 +70,6 @@ def test_mtbf_sets_the_failures() -> None:
     assert 0.0008 < doc["plans"][0]["p_out"] < 0.0011      # P(more than 6 failures) with a mean of 1.5
 
 
-@pytest.mark.skipif(shutil.which("smpirun") is None or shutil.which("smpicc") is None,
-                    reason="SimGrid (smpirun, smpicc) is not installed")
 def test_simulate_confirms_the_best_plan() -> None:
     doc = plans("--topology", "torus:4x4x3", "--layouts", "x:1", "--failures", "1", "--spare-nodes", "12",
                 "--draws", "2", "--methods", "routed,simple", "--simulate", "1", "--trials", "1")
