@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         build_kernels()  # a missing smpicc fails here, before any work
     ranks = f"{placement.layout.ranks} ranks" if placement.block is None else \
         (f"{placement.layout.ranks * placement.ranks_per_node} ranks ({placement.ranks_per_node} per node, "
-         f"blocks of {'x'.join(map(str, placement.block))})")
+         f"blocks of {sc.block_text(placement.block)})")
     print(f"ftslide simulate: {topology} ({topology.hosts} hosts), grid {placement.layout.grid} "
           f"spares {placement.layout.spares}: {ranks}, "
           f"{placement.spare_nodes} spare nodes", flush=True)

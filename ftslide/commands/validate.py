@@ -13,6 +13,7 @@ from ..errors import FtslideError
 from .. import validate
 from ..units import parse_size
 from ..simulation.platform import platform_xml
+from ..sliding.core import block_text
 from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     base = doc["failure_free"]
     assert isinstance(base, dict)
     per_node = "" if doc["ranks_per_node"] == 1 else \
-        f", {doc['ranks_per_node']} per node as {'x'.join(map(str, doc['block'] or []))} blocks"
+        f", {doc['ranks_per_node']} per node as {block_text(doc['block'] or [])} blocks"
     print(f"{doc['topology']}, grid {doc['grid']} spares {doc['spares']} ({doc['ranks']} ranks{per_node}), "
           f"{doc['pattern']} halo {doc['halo']} B, links {doc['rate']}; failed nodes {doc['failed_nodes']}")
     cal = doc["calibration"]

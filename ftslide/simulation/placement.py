@@ -12,6 +12,7 @@ on its host, and the kernels' rank grid is the logical grid times the block.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..sliding import core as sc
@@ -35,10 +36,7 @@ class Placement:
 
     @property
     def ranks_per_node(self) -> int:
-        k = 1
-        for size in self.block or ():
-            k *= size
-        return k
+        return math.prod(self.block or ())
 
     def hosts(self, mapping: list[int] | tuple[int, ...]) -> tuple[int, ...]:
         """Host of each rank for a node-rank -> node map from the sliding core (with a block, the K

@@ -24,6 +24,7 @@ costs what its C counterpart costs, plus O(size of its arguments).
 from __future__ import annotations
 
 import ctypes
+import math
 from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -456,9 +457,7 @@ def make_block(layout: Layout, ranks_per_node: int, text: str | None = None) -> 
         block = default_block(ranks_per_node, ndims)
     else:
         block = parse_block(text, ndims)
-        product = 1
-        for size in block:
-            product *= size
+        product = math.prod(block)
         if product != ranks_per_node:
             raise SlideError(f"block {text} holds {product} rank{'s' if product != 1 else ''} but a node runs "
                              f"{ranks_per_node}: give a block whose sizes multiply to {ranks_per_node}",

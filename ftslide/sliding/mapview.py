@@ -16,6 +16,7 @@ O(nodes of the slice + ranks) plus matplotlib's rendering (about a second).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -137,9 +138,7 @@ def header_line(layout: Layout, failures: Sequence[int], block: Sequence[int] | 
         failed = f"{len(failures)} failures {','.join(map(str, failures))}"
     ranks = f"{layout.ranks} ranks"
     if block is not None:
-        per_node = 1
-        for size in block:
-            per_node *= size
+        per_node = math.prod(block)
         grid = "x".join(str(n * b) for n, b in zip(layout.logical, block))
         ranks = (f"{layout.ranks * per_node} ranks ({per_node} per node, blocks of {core.block_text(block)}: "
                  f"rank grid {grid})")
@@ -260,9 +259,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         "methods": methods,
     }
     if block is not None:
-        per_node = 1
-        for size in block:
-            per_node *= size
+        per_node = math.prod(block)
         doc.update(ranks_per_node=per_node, block=list(block), node_ranks=layout.ranks,
                    ranks=layout.ranks * per_node)
     if best is not None:

@@ -31,7 +31,7 @@ from ..errors import FtslideError
 from . import core
 from .core import Layout
 
-__all__ = ["MAX_NODES", "Optimum", "optimum", "lower_bound", "product_map", "solver_available"]
+__all__ = ["MAX_NODES", "Optimum", "optimum", "lower_bound", "product_map"]
 
 # Largest grid the exact model is built for: at 64 nodes (4x4x4) it has about 0.3 million
 # clauses; 5x5x5 (125 nodes) already needs several GiB and more than 10 minutes.
@@ -65,15 +65,6 @@ class Optimum:
                 "proven": self.proven, "links_overloaded": self.links_overloaded,
                 "ranks_moved": self.ranks_moved, "tiebreak_proven": self.tiebreak_proven,
                 "how": self.how, "seconds": round(self.seconds, 3), "note": self.note}
-
-
-def solver_available() -> bool:
-    """Whether OR-Tools (CP-SAT) can be imported."""
-    try:
-        import ortools.sat.python.cp_model  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _cp_model():  # type: ignore[no-untyped-def]
@@ -146,8 +137,12 @@ def _ring_ok(kept: Sequence[int], n: int) -> bool:
     return True
 
 
-def _embeddings(layout: Layout, failed: Sequence[int], limit: int = 100_000
-                ) -> tuple[list[tuple[tuple[int, ...], dict[int, list[int]]]], bool]:
+# the product sets of _embeddings (an assignment of dimensions and the kept coordinates), and
+# whether the search was complete
+Embeddings = tuple[list[tuple[tuple[int, ...], dict[int, list[int]]]], bool]
+
+
+def _embeddings(layout: Layout, failed: Sequence[int], limit: int = 100_000) -> Embeddings:
     """The product sets of nodes that avoid every failed and unused node and whose rings keep
     every neighbour message on skipped coordinates (:func:`_ring_ok`): per assignment of logical
     to physical dimensions (``perm[d]`` holds logical dimension d), the kept coordinates of each
@@ -193,18 +188,18 @@ def _embeddings(layout: Layout, failed: Sequence[int], limit: int = 100_000
     return out, complete
 
 
-def product_map(layout: Layout, failed: Sequence[int]) -> list[int] | None:
+def product_map(layout: Layout, failed: Sequence[int], found: Embeddings | None = None) -> list[int] | None:
     """A rigid re-embedding that avoids every failed and unused node, if one exists: logical
     dimension d laid in order along a physical dimension of at least its size (any assignment of
     logical to physical dimensions), skipping whole planes that hold every failed or unused node,
     and on a torus with every neighbour message crossing skipped planes only (max load 1).
     Among such maps the one that moves the fewest ranks; None if there is none.
-    Cost: :func:`_embeddings`, then O(ranks) per product set."""
+    Cost: :func:`_embeddings` (none when ``found``, its result, is given), then O(ranks) per product set."""
     sizes, logical = layout.grid.sizes, layout.logical
     ndims = len(sizes)
     initial = layout.initial_map()
     best: tuple[int, list[int]] | None = None
-    for perm, place in _embeddings(layout, failed)[0]:
+    for perm, place in (found or _embeddings(layout, failed))[0]:
         mapping = []
         for rank in range(layout.ranks):
             lc, rest = [], rank
@@ -222,7 +217,7 @@ def product_map(layout: Layout, failed: Sequence[int]) -> list[int] | None:
     return None if best is None else best[1]
 
 
-def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
+def lower_bound(layout: Layout, failed: Sequence[int], found: Embeddings | None = None) -> tuple[int, str]:
     """A proven lower bound of the optimum's max load, and its reason.
 
     Every map of two or more ranks sends messages over links: 1. On a torus network that is the
@@ -231,11 +226,12 @@ def lower_bound(layout: Layout, failed: Sequence[int]) -> tuple[int, str]:
     docs/sliding-methods.md, "How far from optimal") whose rings pass messages through skipped
     coordinates only, so when no such product set avoids the failed and unused nodes, no map has
     load 1: the bound is 2. Cost: the covering search, O(dims ** skipped
-    planes) per assignment of dimensions (undecided past 100,000 steps: bound 1)."""
+    planes) per assignment of dimensions (undecided past 100,000 steps: bound 1); none when ``found``,
+    the search's result, is given."""
     if layout.ranks < 2:
         return 0, "a single rank sends nothing"
     if _grid_network(layout) and _lemmas_hold(layout):
-        embeddings, complete = _embeddings(layout, failed)
+        embeddings, complete = found or _embeddings(layout, failed)
         if complete and not embeddings:
             return 2, ("a map of load 1 lays the ranks on a product set of nodes, and no product set "
                        "avoids the failed nodes with short enough gaps")
@@ -276,13 +272,14 @@ def optimum(layout: Layout, failed: Sequence[int], maps: Sequence[Sequence[int]]
         raise FtslideError(f"{len(failed)} failures leave {len(alive)} alive nodes for {layout.ranks} ranks: "
                            "no map exists")
     known = [list(m) for m in maps]
-    embed = product_map(layout, failed)
+    found = _embeddings(layout, failed)  # product_map and lower_bound share the one search
+    embed = product_map(layout, failed, found)
     if embed is not None:
         known.append(embed)
     scored = sorted((_score(layout, m), i) for i, m in enumerate(known))
     best = scored[0][0] if scored else None
     best_map = known[scored[0][1]] if scored else None
-    bound, why = lower_bound(layout, failed)
+    bound, why = lower_bound(layout, failed, found)
 
     if not tiebreaks and best is not None and best[0] <= bound:
         return Optimum(best[0], bound, True, best[1], best[2], False, best_map,

@@ -37,7 +37,7 @@ from ..errors import FtslideError
 from ..toolchain import mpi
 from ..toolchain.native import REPO, CEnum, bind_library, c_enum
 from ..toolchain.ompi import cache_root
-from .core import make_block, make_layout, methods, parse_method
+from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
 __all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "build_library", "link_flags", "build",
@@ -208,7 +208,7 @@ class NodeOptions:
         """jacobi3d's options for these nodes (none for one process per node)."""
         out: list[str] = []
         if self.block is not None:
-            out += ["--block", "x".join(map(str, self.block))]
+            out += ["--block", block_text(self.block)]
         if self.ranks_per_node > 1 and self.emulate:
             out += ["--emulate-nodes", str(self.ranks_per_node)]
         if self.coords is not None:
