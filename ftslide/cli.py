@@ -21,7 +21,7 @@ DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Ope
                "substitution, SimGrid simulations and job-manager adapters")
 
 # Sub-command modules under ftslide/commands, in the order --help lists them.
-COMMANDS = ["doctor", "build_mpi", "build_mpi4py", "env", "run", "demo", "faults", "map", "simulate", "validate", "protocols", "cluster",
+COMMANDS = ["doctor", "build_mpi", "build_mpi4py", "env", "run", "demo", "faults", "map", "simulate", "plan", "validate", "protocols", "cluster",
             "jobscript",
             "notify"]
 

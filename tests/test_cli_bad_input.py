@@ -30,6 +30,9 @@ CASES = [
     ("map --grid 6x6x6 --expect-failures abc", "invalid int value"),
     ("map --grid 6x6x6 --method routed --expect-failures 99", "spare budget"),
     ("map --topology dragonfly:1,1 --grid 2x2", "bad topology"),
+    ("map --grid 4x4 --ranks-per-node 0", "--ranks-per-node"),
+    ("map --grid 4x4 --ranks-per-node 2 --block 2x1x1", "bad block '2x1x1'"),
+    ("map --grid 4x4 --block 2x1", "needs --ranks-per-node"),
     ("simulate --preset k --out afile", "is a file"),
     ("simulate --preset nope --out o", "invalid choice"),
     ("simulate --topology torus:4x4x4 --failures 0..999 --out o", "lower --failures"),
@@ -44,6 +47,8 @@ CASES = [
     ("simulate --topology torus:4x4x4 --failures 3,-1 --out o", "bad failure counts"),
     ("simulate --topology torus:4x4x4 --timeout -5 --out o", "--timeout"),
     ("simulate --topology torus:4x4x4 --jobs -1 --out o", "--jobs"),
+    ("simulate --topology torus:4x4x4 --ranks-per-node 3 --block 2x1x1 --out o", "holds 2 ranks but a node runs 3"),
+    ("simulate --topology torus:4x4x4 --ranks-per-node -2 --out o", "--ranks-per-node"),
     ("protocols simulate --p 0", "bad process counts"),
     ("protocols simulate --p abc", "bad process counts"),
     ("protocols simulate --p 16 --failures 16", "at least one must survive"),
@@ -77,6 +82,11 @@ CASES = [
     ("demo --n 0", "--n"),
     ("demo --iterations -1", "--iterations"),
     ("demo --spares q:1", "bad spare layout"),
+    ("demo --ranks-per-node 0", "--ranks-per-node"),
+    ("demo --ranks-per-node 2 --block 2x2x1", "holds 4 ranks but a node runs 2"),
+    ("demo --ranks-per-node 2 --block 2x1", "bad block '2x1'"),
+    ("demo --ranks-per-node 2 --node-coords afile", "afile, line 1"),
+    ("demo --node-coords /nonexistent/nodes.txt", "cannot read node coordinate file"),
     ("env --bogus", "unrecognized arguments"),
     ("build-mpi --jobs 0", "--jobs"),
     ("build-mpi4py --jobs 2", "unrecognized arguments"),
@@ -86,6 +96,8 @@ CASES = [
     ("faults --grid torus:2x2x2x2", "2 or 3 dimensions"),
     ("faults --timeout 0", "--timeout"),
     ("faults --out /nonexistent/r.json", "does not exist"),
+    ("faults --ranks-per-node 4 --block 3x1x1", "holds 3 ranks but a node runs 4"),
+    ("faults --ranks-per-node 0", "--ranks-per-node"),
     ("validate --topology torus:3x3x3 --grid torus:4x4x4", "has only 27 hosts"),
     ("validate --topology fattree:4", "--grid"),
     ("validate --failures 10", "lower --failures"),
@@ -105,6 +117,8 @@ CASES = [
     ("validate --out afile", "is a file"),
     ("validate --out afile/sub", "cannot be created"),
     ("validate --name 'Bad Name'", "cluster name"),
+    ("validate --ranks-per-node 2 --block 1x1x1", "holds 1 rank but a node runs 2"),
+    ("validate --ranks-per-node 0", "--ranks-per-node"),
     ("frobnicate", "invalid choice"),
 ]
 
@@ -128,3 +142,23 @@ def test_bad_input_is_one_line(tmp_path, args, phrase):
     assert [p.name for p in tmp_path.iterdir()] == ["afile"]
     assert namespaces() == before
 
+
+
+@pytest.mark.parametrize("text,phrase", [
+    ("0 0 0 0\n1 0 0 1\n2 0 0 1\n", "nodes.txt, line 3"),                   # two nodes at 0.0.1
+    ("".join(f"{j}\n" for j in range(11)), "does not name node '11'"),    # node 11 missing
+    ("0 0 0 0\n1 0 0 1\n1 0 1 0\n", "nodes.txt, line 3"),                   # node 1 named twice
+    ("0 0 0 0\n1\n", "nodes.txt, line 2"),                                   # two forms mixed
+    ("0 5 0 0\n", "nodes.txt, line 1"),                                      # outside the grid
+])
+def test_node_coordinate_file_is_checked_before_launch(tmp_path, text, phrase):
+    """A coordinate file that names a node twice, misses one, mixes forms or leaves the grid: the
+    runtime's own reader (sliding_nodes.h) refuses it before anything starts, in one line."""
+    (tmp_path / "nodes.txt").write_text(text)
+    result = subprocess.run([sys.executable, "-m", "ftslide", "demo", "--ranks-per-node", "2", "--node-coords",
+                             "nodes.txt"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert phrase in lines[0] and "every node of the job once" in lines[0], lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["nodes.txt"]

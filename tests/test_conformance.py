@@ -83,6 +83,21 @@ def test_shrink(mpi_program, run_mpi):
         assert_all(run, f"{comm}_sum", survivors, "3")
 
 
+def test_creation_after_an_interrupted_creation(mpi_program, run_mpi):
+    """np 4, rank 3 killed while ranks 0-2 start MPI_Comm_dup(a): that dup fails, and a dup of b (ranks 0-2,
+    created before, so its context id is higher) must still succeed and work.
+
+    Guards ompi-ulfm/patches/ompi/10: without it the failed dup kept its claim on the context-id
+    generator and the dup of b waited for ever (4 runs of 4).
+    """
+    run = run_mpi(mpi_program("conformance/dup_during_failure.c"), 4, kill={3: "after_tokens"}, timeout=60)
+    survivors = [0, 1, 2]
+    assert_all(run, "dup_a_failed", survivors, "1")
+    assert_all(run, "dup_b", survivors, OK)
+    assert_all(run, "allreduce_c", survivors, OK)
+    assert_all(run, "sum", survivors, "3")
+
+
 def test_finalize_after_simultaneous_failures(mpi_program, run_mpi):
     """np 5, ranks 1 and 3 killed together after the first barrier, 10 runs: every run exits 0.
 

@@ -52,6 +52,22 @@ def test_every_phase_once(tmp_path, grid, spares):
             assert run["landed"].get(str(node)) == point, run
 
 
+@pytest.mark.parametrize("k", [2, 4])
+def test_every_phase_once_with_nodes_of_k_processes(tmp_path, k):
+    """K processes per node on torus:3x2x2 (24 or 48 processes, every K consecutive ones a node): every kill
+    takes a whole node, its first process to reach the point killing the others wherever they are; every
+    run as it should be, each phase's kill landed where planned."""
+    doc = campaign(tmp_path, "--ranks-per-node", str(k))
+    summary = doc["summary"]
+    assert doc["campaign"]["ranks_per_node"] == k
+    assert summary["phases"] == {phase: 1 for phase in faults.phases()}
+    assert summary["hangs"] == summary["wrong_checksums"] == summary["errors"] == summary["leftovers"] == 0
+    for run in doc["runs"]:
+        node, point = run["kills"][-1]
+        if run["phase"] in runtime.runtime_points():
+            assert run["landed"].get(str(node)) == point, run
+
+
 def test_a_victim_leaving_the_version_allreduce_early(tmp_path):
     """Phase recovery_map: a node dies right after the recovery's version allreduce (kill point
     recovery_map), while some survivors may still wait for its part of the allreduce. Those saw the
@@ -126,6 +142,27 @@ def test_whole_nodes_on_a_cluster(tmp_path):
     assert not bad and result.returncode == 0, json.dumps(bad, indent=1)[:6000]
     for run in doc["runs"]:
         assert 0 not in [node for node, _point in run["kills"]], run  # node 0 runs mpirun
+        assert run["daemons_lost"] == len(run["landed"]) > 0, run
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith("ftf")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_whole_nodes_of_two_processes_on_a_cluster(tmp_path):
+    """--cluster --ranks-per-node 2: two slots per namespace, the nodes found by shared memory; a kill takes
+    the node's two processes and its daemon, at an iteration, inside the recovery's state moves and right
+    after a promotion; one lost daemon per killed node, no namespace left."""
+    phases = ("iteration", "recovery_state", "promoted")
+    report = tmp_path / "report.json"
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--cluster", "--ranks-per-node", "2",
+                             "--runs", str(len(phases)), "--seed", "3", "--phases", ",".join(phases),
+                             "--out", str(report)], cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=900)
+    assert report.exists(), result.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    bad = [r for r in doc["runs"] if not r["ok"]]
+    assert not bad and result.returncode == 0, json.dumps(bad, indent=1)[:6000]
+    for run in doc["runs"]:
         assert run["daemons_lost"] == len(run["landed"]) > 0, run
     assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
                 if ns.startswith("ftf")]

@@ -305,3 +305,22 @@ def test_slice_outside_the_grid(tmp_path):
     result = ftslide_map("--grid", "6x6x6", "--fail", "40", "--slice", "6", "--plot", str(tmp_path / "m.png"))
     assert_one_line_error(result, "--slice 6 is outside grid torus:6x6x6: z is 0..5")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ranks_per_node_count_the_faces_between_nodes():
+    """mesh:4x2, spares x:1, 2 ranks per node as 2x1 blocks: the rank grid is 6x2 (12 ranks on 6 nodes).
+    By hand: 10 pairs along x, 6 of them inside a node (0 hops), 6 along y; an x link carries a 1-rank
+    face, a y link a 2-rank face (load 2, on all 6 directed y links); 14 directed links used."""
+    result = ftslide_map("--grid", "4x2", "--topology", "mesh", "--spares", "x:1", "--ranks-per-node", "2",
+                         "--block", "2x1", "--method", "simple")
+    assert result.returncode == 0, result.stderr
+    header, rows = table(result.stdout)
+    assert header.startswith("grid mesh:4x2, logical 3x2: 12 ranks (2 per node, blocks of 2x1: rank grid 6x2) "
+                             "on 8 nodes"), header
+    assert list(rows["simple"].values())[1:] == ["0/0", "0", "1", "0.625", "0:6 1:10", "2", "6", "2"]
+    doc = json.loads(ftslide_map("--grid", "4x2", "--topology", "mesh", "--spares", "x:1", "--ranks-per-node", "2",
+                                 "--method", "simple", "--fail", "1", "--json").stdout)
+    assert (doc["ranks_per_node"], doc["block"], doc["node_ranks"], doc["ranks"]) == (2, [2, 1], 6, 12)
+    assert doc["methods"][0]["ranks_moved"] == 2 and doc["methods"][0]["pairs"] == 16
+    # one rank per node: the document as before, without the new keys
+    assert "ranks_per_node" not in json.loads(ftslide_map(*MESH, "--json").stdout)

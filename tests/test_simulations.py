@@ -115,6 +115,31 @@ def test_model_agrees_with_sliding_core_metrics() -> None:
             (m.link_load_max, m.links_overloaded, m.hops_max), method
 
 
+def test_blocks_of_ranks_per_node_in_the_model_and_simgrid() -> None:
+    """K = 4 ranks per node as 2x2x1 blocks on torus:5x4x4: the model's stencil loads are the core's block
+    metrics (faces between nodes, nothing inside one), every host runs 4 ranks, and SimGrid puts no
+    intra-node message on a network link: the failure-free exchange is as slow as the 4-rank z faces (four
+    64 KiB messages each way on every z link; x and y faces hold 2 ranks), within 5 % of the model."""
+    topo = parse_topology("torus:5x4x4")
+    pl = make_placement(topo, None, "x:1", ranks_per_node=4)
+    assert pl.block == (2, 2, 1) and pl.stencil_dims() == (8, 8, 4) and pl.ranks_per_node == 4
+    failed = random.Random(5).sample(pl.layout.initial_map(), 2)
+    for method in ("simple", "hybrid", "routed"):
+        mapping = sc.compute_map(pl.layout, method, failed)
+        hosts = pl.hosts(mapping)
+        assert len(hosts) == 256 and all(hosts.count(h) == 4 for h in set(hosts))
+        m = sc.measure(pl.layout, mapping, block=pl.block)
+        c = analytic.pattern_congestion(pl.layout, hosts, "stencil", 65536, NetParams(), pl.block)
+        assert (c.load_max, c.collisions, c.hops_max) == (m.link_load_max, m.links_overloaded, m.hops_max), method
+    net = NetParams(bw=1e9, lat=1e-6)
+    base = pl.initial_hosts()
+    sim = run_kernels(KernelRun(platform_xml(topo, net), hostfile(base), pl.stencil_dims(), True, ("stencil:65536",),
+                                1, net))["stencil"]
+    model = analytic.pattern_congestion(pl.layout, base, "stencil", 65536, net, pl.block)
+    assert model.load_max == 4  # a z face: 2x2 ranks, each sending one halo up and one down
+    assert sim == pytest.approx(model.time, rel=0.05)
+
+
 # ---- SimGrid against the model ---------------------------------------------------------
 
 SMALL = "torus:5x4x4"   # logical 4x4x4 + one spare plane; 5 is odd: no routing ties
@@ -336,3 +361,40 @@ def test_phased_stencil_model_matches_simgrid(spec: str, grid: str | None) -> No
         sim = simulate(spec, grid, "x:1", hosts, (f"phased:{HALO}",))["phased"]
         model = analytic.pattern_congestion(pl.layout, hosts, "phased", HALO, NET)
         assert abs(model.time / sim - 1) < 0.05, (method, model.time, sim)
+
+
+def test_send_work_fit_finds_the_calibrated_time() -> None:
+    """ftslide validate's calibration fit: the send work whose simulated failure-free time is the measured
+    one, on a curve like SimGrid's (flat, then growing once the CPU work outlasts the transfers), within
+    1 %; none when SimGrid is already as slow as the real run."""
+    from ftslide.validate import fit_send_work
+
+    def curve(work: float) -> float:
+        return max(0.55, 0.5 + 3e-4 * work) + 0.02 * (work > 0)
+
+    calls: list[float] = []
+
+    def simulate(work: float) -> float:
+        calls.append(work)
+        return curve(work)
+
+    work, time_at, runs = fit_send_work(simulate, 0.70, first_guess=10.0)
+    assert time_at == pytest.approx(0.70, rel=0.01) and curve(work) == time_at and runs == len(calls) <= 8
+    assert fit_send_work(curve, 0.50, first_guess=10.0) == (0.0, 0.55, 1)
+
+
+def test_calibrated_platform_keeps_the_send_work() -> None:
+    """The platform carries the calibration: the host speed and, as a property of every host, the CPU work
+    per byte sent that the SMPI kernels spend before each message; without it the platform is as before."""
+    topo = parse_topology("torus:3x3x3")
+    bare = platform_xml(topo, NetParams(bw=1e6, lat=1e-4))
+    assert "<prop" not in bare and bare.count("<cluster ") == 1 and "/>\n</platform>" in bare
+    calibrated = platform_xml(topo, NetParams(bw=1e6, lat=1e-4, speed=2.5e8, send_work=12.5))
+    assert 'speed="2.5e+08f"' in calibrated and '<prop id="ftslide_send_work" value="12.5"/>' in calibrated
+    pl = make_placement(topo, None, "x:1")
+    times = [run_kernels(KernelRun(platform_xml(topo, NetParams(bw=1e6, lat=1e-4, speed=1e8, send_work=w)),
+                                   hostfile(pl.initial_hosts()), pl.stencil_dims(), True, ("stencil:65536",), 1,
+                                   NetParams(bw=1e6, lat=1e-4, speed=1e8, send_work=w)))["stencil"]
+             for w in (0.0, 100.0)]
+    # 6 halos of 64 KiB at 100 flop/byte on a 1e8 flop/s host: 0.39 s of CPU before the last send
+    assert times[1] > times[0] + 0.3

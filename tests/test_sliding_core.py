@@ -86,6 +86,28 @@ def test_layout_fields_and_mismatch() -> None:
         sc.make_layout(None, "x:1")  # type: ignore[arg-type]
 
 
+def test_spare_sets() -> None:
+    """A spare set (``z:1/16:1``: one spare per block of 16 node ids, a leaf switch): roles from the core,
+    the spare count, and no method ever gives a rank to an unused node."""
+    lay = sc.make_layout("torus:8x8x8", "z:1/16:1")
+    assert str(lay.spares) == "z:1/16:1" and sc.parse_spares("z:1/16:1").block == 16
+    assert (lay.ranks, lay.spare_nodes) == (448, 32)
+    assert [lay.role(n).label for n in (6, 7, 15)] == ["rank", "unused", "spare"]
+    assert [r.label for r in sc.Role] == ["rank", "spare", "unused"]
+    failed = [9, 7, 100, 300, 15, 477]   # 7 is unused, 15 a spare
+    for method in sc.methods():
+        try:
+            mapping = sc.compute_map(lay, method, failed)
+        except sc.SlideError as exc:
+            assert method.label in ("slide1d", "slide2d"), exc
+            continue
+        assert not set(mapping) & set(failed)
+        assert all(lay.role(n) is not sc.Role.UNUSED for n in mapping) or method is sc.Method.SHRINK
+    assert sc.compute_map(lay, "hybrid", [9, 7]) == sc.compute_map(lay, "hybrid", [9])
+    with pytest.raises(FtslideError, match="1 <= K <= M"):
+        sc.make_layout("torus:8x8x8", "z:1/4:5")
+
+
 def test_hand_computed_maps() -> None:
     # Same example as the C tests: 4x4 mesh, spare column x=3, node 5 fails.
     lay = sc.make_layout("mesh:4x4", "x:1")
@@ -107,7 +129,7 @@ def test_unknown_method_message() -> None:
     assert [m.label for m in sc.methods() if m.one_rank_per_node] == ["simple", "slide1d", "slide2d", "hybrid",
                                                                       "routed"]
     assert [m.label for m in sc.methods() if m.chooses] == ["routed"]
-    assert sc.Status(11).name == "ENOSPARE" and len(sc.Status) == 21
+    assert sc.Status(11).name == "ENOSPARE" and len(sc.Status) == 22
     assert err.value.code == sc.Status.EMETHOD
 
 
@@ -303,3 +325,24 @@ def test_routed_spare_budget() -> None:
     assert choice.kind.label in ("block", "cross", "direct") and spare_nodes_used <= 144 - 139
     with pytest.raises(FtslideError, match="spare budget"):
         sc.make_layout("torus:12x12x12", "x:1", expect=145)
+
+
+def test_blocks_of_ranks_per_node():
+    """K ranks per node: the block's grammar, its default and the face loads come from the core."""
+    layout = sc.make_layout("torus:3x2x2", "x:1")
+    assert sc.make_block(layout, 1) == (1, 1, 1) and sc.make_block(layout, 4) == (2, 2, 1)
+    assert sc.make_block(layout, 2, "1x2x1") == (1, 2, 1)
+    for text, phrase in (("2x1", "bad block '2x1'"), ("2x2x1", "holds 4 ranks but a node runs 2"),
+                         ("0x2x1", "bad block '0x2x1'")):
+        with pytest.raises(FtslideError) as err:
+            sc.make_block(layout, 2, text)
+        assert phrase in str(err.value) and "\n" not in str(err.value)
+    # the ranks of a block share their node; the unit block is the node-rank map itself
+    assert sc.rank_nodes(layout, layout.initial_map(), (2, 1, 1)) == [0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7]
+    assert sc.rank_nodes(layout, layout.initial_map()) == layout.initial_map()
+    # mesh:3x2 with 2x1 blocks: a y link carries the two ranks of a face, three pairs per row stay inside
+    flat = sc.make_layout("mesh:3x2", "none")
+    m = sc.measure(flat, flat.initial_map(), block=(2, 1))
+    assert (m.pairs, m.hops_hist[0], m.link_load_max, m.ranks_per_node_max) == (16, 6, 2, 2)
+    assert sc.measure(layout, layout.initial_map(), block=(1, 1, 1)) == sc.measure(layout, layout.initial_map())
+    assert len(sc.stencil_messages(layout, block=(2, 2, 1))[0]) == 160

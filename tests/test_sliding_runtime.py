@@ -1,7 +1,8 @@
 """The sliding runtime with real processes: 3D Jacobi on torus:3x2x2 with a spare plane (x:1).
 
 12 processes: nodes 0-7 run the 2x2x2 logical ranks, nodes 8-11 are the spare
-plane (one test runs the 16 nodes of torus:4x4, spares y:1). Each test names
+plane (one test runs the 16 nodes of torus:4x4, spares y:1); the last tests run 2
+or 4 processes per node (24 or 48), a node's processes dying together. Each test names
 the nodes killed and where (SIGKILL at a kill point), checks what the
 recoveries report, and compares the final checksum, bit for bit, with a
 failure-free run of the same configuration.
@@ -13,6 +14,8 @@ import pytest
 
 from ftslide.sliding import runtime as stencil
 from ftslide.sliding.core import SlideError, compute_map, make_layout
+from ftslide.toolchain.mpi import compile_program
+from mpiharness import MPI_SOURCES
 
 pytestmark = pytest.mark.mpi
 
@@ -191,3 +194,87 @@ def test_kill_while_others_take_a_checkpoint(mpi_prefix, jacobi):
         assert run.killed.get(node) == f"iter={iteration}", run.stderr[-3000:]
         assert run.returncode == 0 and run.checksum == reference.checksum, run.stderr[-3000:]
         assert [r.failed for r in run.recoveries] == [[node]], run.stdout
+
+
+# ---- K processes per node --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def nodes_program(mpi_prefix):
+    """tests/mpi/sliding/nodes.c, linked with libsliding: how sliding_create_info groups the processes."""
+    library = stencil.build_library(mpi_prefix)
+    return compile_program(mpi_prefix, [MPI_SOURCES / "sliding" / "nodes.c"], flags=("-O2", "-Wall", "-Werror"),
+                           include_dirs=[MPI_SOURCES, stencil.HEADER_DIR], link=stencil.link_flags(library))
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_ranks_per_node_recover_with_identical_result(mpi_prefix, jacobi, k):
+    """K processes per node (24 or 48 processes on the 12 nodes, consecutive processes forming a node): nodes 1
+    and 6 die whole at iterations 12 and 23; the recoveries agree on the nodes, move the K ranks of each node
+    together, and end with the checksum of a failure-free run with the same K."""
+    nodes_as = stencil.node_options(GRID, SPARES, k)
+    base = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", binary=jacobi, timeout=180, nodes_as=nodes_as)
+    assert base.returncode == 0 and base.checksum, base.stderr[-3000:]
+    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", [(1, "iter=12"), (6, "iter=23")], binary=jacobi,
+                      timeout=180, nodes_as=nodes_as)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.killed == {1: "iter=12", 6: "iter=23"}
+    assert [r.failed for r in run.recoveries] == [[1], [1, 6]]
+    assert [r.resume_iteration for r in run.recoveries] == [10, 20]
+    assert run.checksum == base.checksum
+    # hybrid's first failure moves the 4 node ranks of a plane: K ranks each, 8 doubles (10^3 cells) apiece
+    assert run.recoveries[0].moved_bytes == 4 * k * 8000
+    assert run.recoveries[0].buddy_bytes == 8 * k * 8000
+
+
+def test_a_node_dies_whole_and_alone(mpi_prefix, nodes_program, run_mpi):
+    """24 processes, 2 per node (consecutive ranks): node 3 (world ranks 6 and 7) passes the kill point
+    "probe"; the first of its two processes to get there takes the other with it, and the 22 survivors are
+    exactly the other nodes' processes."""
+    run = run_mpi(nodes_program, 24, args=["--emulate-nodes", "2", GRID, SPARES], kill={3: "probe"}, timeout=90)
+    survivors = [r for r in range(24) if r not in (6, 7)]
+    assert run.values("alive", survivors) == {r: "22" for r in survivors}, run.describe()
+    assert run.value(6, "alive") is None and run.value(7, "alive") is None
+    assert run.values("node", range(24)) == {r: str(r // 2) for r in range(24)}
+    assert run.values("lane", range(24)) == {r: str(r % 2) for r in range(24)}
+    assert set(run.values("block", range(24)).values()) == {"2x1x1"} and set(run.values("ranks", range(24)).values()) == {"16"}
+    # node 0 holds node rank 0: its block is ranks 0 and 4 of the 4x2x2 rank grid (x = 0 and 1)
+    assert (run.value(0, "logical"), run.value(1, "logical")) == ("0", "4")
+
+
+def test_nodes_placed_by_a_coordinate_file(mpi_prefix, nodes_program, run_mpi, tmp_path):
+    """The coordinate file puts job node j (processes 2j, 2j+1) at grid node 11 - j: kill point 1@probe takes
+    grid node 1, world ranks 20 and 21; the block layout follows the grid node, not the process order."""
+    layout = make_layout(GRID, SPARES)
+    coords = tmp_path / "nodes.txt"
+    coords.write_text("# name x y z\n" + "".join(f"{j} {' '.join(map(str, layout.coords(11 - j)))}\n"
+                                                  for j in range(12)))
+    run = run_mpi(nodes_program, 24, args=["--emulate-nodes", "2", "--node-coords", str(coords), "--block", "1x1x2",
+                                            GRID, SPARES], kill={1: "probe"}, timeout=90)
+    assert run.values("node", [0, 1, 22, 23]) == {0: "11", 1: "11", 22: "0", 23: "0"}, run.describe()
+    assert run.value(23, "block") == "1x1x2" and (run.value(22, "logical"), run.value(23, "logical")) == ("0", "1")
+    survivors = [r for r in range(24) if r not in (20, 21)]
+    assert run.values("alive", survivors) == {r: "22" for r in survivors}
+    assert run.value(20, "alive") is None and run.value(21, "alive") is None
+
+
+@pytest.mark.parametrize("np,args,status", [
+    (24, ["--emulate-nodes", "5"], "ERR_NODES"),             # nodes of 5, 5, 5, 5 and 4 processes
+    (24, ["--key-constant", "7"], "ERR_NODE_COUNT"),         # every process on one node, spares asked for
+    (24, ["--emulate-nodes", "2", "--block", "2x2x1"], "ERR_BLOCK"),   # 4 ranks per node, 2 processes
+    (24, ["--emulate-nodes", "2", "--block", "2x1"], "ERR_BLOCK"),     # a 2D block on a 3D grid
+    (13, [], "ERR_SIZE"),                                    # not a multiple of the 12 nodes
+    (24, ["--emulate-nodes", "2", "--node-coords", "TWICE"], "ERR_COORDS"),
+    (24, ["--emulate-nodes", "2", "--node-coords", "MISSING"], "ERR_COORDS"),
+    (24, ["--emulate-nodes", "2", "--node-coords", "/nonexistent/nodes.txt"], "ERR_COORDS"),
+    (24, ["--key-constant", "x1"], "ERR_INFO"),              # a key that is no integer
+], ids=["different-counts", "one-node", "block-product", "block-dims", "size", "coords-twice", "coords-missing",
+        "coords-unreadable", "key-syntax"])
+def test_bad_node_layouts_are_one_status_everywhere(mpi_prefix, nodes_program, run_mpi, tmp_path, np, args, status):
+    """Every process of the job returns the same status from sliding_create_info, and nothing starts."""
+    twice, missing = tmp_path / "twice.txt", tmp_path / "missing.txt"
+    twice.write_text("0 0 0 0\n1 0 0 1\n2 0 0 1\n")             # two nodes at 0.0.1
+    missing.write_text("".join(f"{j}\n" for j in range(11)))    # node 11 is not named
+    args = [str(twice) if a == "TWICE" else str(missing) if a == "MISSING" else a for a in args]
+    run = run_mpi(nodes_program, np, args=[*args, GRID, SPARES], timeout=90)
+    assert run.values("status", range(np)) == {r: status for r in range(np)}, run.describe()
+    assert run.values("node", range(np)) == {r: None for r in range(np)}

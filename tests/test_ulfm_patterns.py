@@ -10,8 +10,12 @@ cell, both places, both module sets) is ``bench/ulfm_patterns/campaign.py``.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator
 
@@ -89,8 +93,19 @@ def cluster() -> Iterator[netcluster.Cluster]:
             pass
 
 
+# Open MPI 5.0.7's own failure, with either module set and without any kill: a process spawned by
+# a communicator that holds processes of two jobs (the world and an earlier replacement) is not
+# given the connection data of the older job's processes ("Process ... is on host: unknown", PMIx
+# errors in prted/pmix/pmix_server_dyn.c, then an abort). The pattern passes on one node; across
+# nodes the second replacement's first message to the first job fails (docs/testing.md, "The ULFM
+# pattern campaign"). Strict, so that a fixed Open MPI turns this into a failure to read.
+SECOND_SPAWN_ACROSS_NODES = pytest.mark.xfail(
+    strict=True, reason="Open MPI 5.0.7: a second-generation spawn across nodes lacks the first job's modex")
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", list(PATTERNS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=SECOND_SPAWN_ACROSS_NODES) if name == "respawn-twice"
+                                  else name for name in PATTERNS])
 def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
     """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills."""
     pattern = PATTERNS[name]
@@ -98,3 +113,34 @@ def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program)
                           wrap=lambda argv: netcluster.job_argv(cluster, argv),
                           env=netcluster.launch_environment())
     assert outcome.ok, describe(outcome)
+
+
+CAMPAIGN = Path(__file__).resolve().parents[1] / "bench" / "ulfm_patterns" / "campaign.py"
+
+
+def campaign(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(CAMPAIGN), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_campaign_report_pairs_runs_and_a_later_file_replaces_a_run(tmp_path):
+    """--report runs nothing: it reads saved runs; a rerun of one seed in a later file replaces it."""
+    def run(modules, seconds, verdict="ok"):
+        return asdict(Outcome("ring", 4, 1, modules, "node", {3: "iter=2"}, {3: "iter=2"}, verdict, "", seconds))
+    (tmp_path / "a.json").write_text(json.dumps({"runs": [run("ours", 2.0, "hang"), run("upstream", 1.0)]}))
+    (tmp_path / "b.json").write_text(json.dumps({"runs": [run("ours", 0.5)]}))
+    first = campaign("--report", str(tmp_path / "a.json"))
+    assert first.returncode == 0, first.stderr
+    assert "ours: 1 runs, 1 hangs" in first.stdout
+    both = campaign("--report", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert both.returncode == 0, both.stderr
+    assert "ours: 1 runs, 0 hangs" in both.stdout
+    row = next(line for line in both.stdout.splitlines() if line.startswith("ring ") and "0.50" in line)
+    assert row.split()[2] == "0.50"   # the per-run ratio ours/upstream: 0.5 s against 1.0 s
+
+
+@pytest.mark.parametrize("args", [["--np", "2"], ["--patterns", "nope"], ["--where", "moon"], ["--runs", "0"],
+                                  ["--report", "/nonexistent/campaign.json"]])
+def test_campaign_bad_input_is_one_line(args):
+    result = campaign(*args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("campaign.py: error:"), result.stderr

@@ -11,6 +11,7 @@ from ..toolchain.ompi import require_prefix
 from ..sliding import core, mapview
 from ..sliding.core import make_layout
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -40,13 +41,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
     parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")
     parser.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints (default 5)")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks and a kill "
+                      "takes all K processes of its node; on this machine every K consecutive processes form "
+                      "a node (docs/sliding-runtime.md)")
+    parser.add_argument("--node-coords", metavar="FILE",
+                        help="place the nodes on the grid from FILE: one line per node, its name (the node "
+                        "number 0..N-1 in process order) and its grid coordinates (sliding_nodes.h)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
 
 
-def substitution_report(grid: str, spares: str, failed: list[int]) -> None:
-    """Hops and link loads of each method's map after the failures of the run."""
+def substitution_report(grid: str, spares: str, failed: list[int], block: tuple[int, ...] | None = None) -> None:
+    """Hops and link loads of each method's map after the failures of the run (with a ``block``:
+    of the ranks, K per node)."""
     layout = make_layout(grid, spares)
-    results = [mapview.run_method(layout, method, failed) for method in stencil.runtime_methods()]
+    results = [mapview.run_method(layout, method, failed, block) for method in stencil.runtime_methods()]
     print(f"\nsubstitution after failed nodes {','.join(map(str, failed)) or 'none'} on {grid}, spares {spares} "
           "(7-point stencil, dimension-order routing):")
     print_table(mapview.BRIEF_HEADERS, mapview.brief_rows(results))
@@ -62,12 +70,21 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise FtslideError(f"--{name.replace('_', '-')} must be at least 1")
     nodes = stencil.node_count(args.grid, args.spares, args.method)
+    for node, point in kills:
+        if node >= nodes:
+            raise FtslideError(f"--kill {node}@{point}: the grid {args.grid} has nodes 0..{nodes - 1}")
+    nodes_as = stencil.node_options(args.grid, args.spares, args.ranks_per_node, args.block,
+                                    coords=args.node_coords)
     prefix = require_prefix()
     binary = stencil.build(prefix)
     common = dict(n=args.n, iterations=args.iterations, checkpoint_every=args.checkpoint_every,
-                  timeout=args.timeout, binary=binary)
+                  timeout=args.timeout, binary=binary, nodes_as=nodes_as)
     spec = " ".join(f"{node}@{point}" for node, point in kills)
-    print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}: {nodes} processes, "
+    k = args.ranks_per_node
+    block = core.make_block(make_layout(args.grid, args.spares), k, args.block) if k > 1 else None
+    processes = f"{nodes} processes" if k == 1 else \
+        f"{nodes * k} processes ({nodes} nodes x {k}, blocks of {core.block_text(block or ())})"
+    print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}: {processes}, "
           f"{args.iterations} iterations, checkpoint every {args.checkpoint_every}", flush=True)
     reference = stencil.run(prefix, args.grid, args.spares, args.method, **common)
     if reference.checksum is None:
@@ -89,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise FtslideError(f"the run with failures did not finish (exit {faulty.returncode}): "
                            f"{'; '.join(map(str, faulty.errors)) or 'no checksum printed'}")
     failed = faulty.recoveries[-1].failed if faulty.recoveries else []
-    substitution_report(args.grid, args.spares, failed)
+    substitution_report(args.grid, args.spares, failed, block)
     same = faulty.checksum == reference.checksum
     print(f"\nchecksum {faulty.checksum} {'==' if same else '!='} failure-free {reference.checksum}"
           f"{'' if not missing else ' (kills that never happened: ' + ' '.join(missing) + ')'}: "

@@ -21,7 +21,7 @@ HELP = ("check the compilers, the Open MPI build (FT MPI support), mpi4py agains
         "exit 0 only if all is there")
 
 APT = "apt-get install -y"
-PYTHON_PACKAGES = ("numpy", "matplotlib", "pytest", "pytest_timeout")
+PYTHON_PACKAGES = ("numpy", "matplotlib", "ortools", "pytest", "pytest_timeout")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from ..sliding import runtime as stencil
 from ..ui.output import write_text
 from ..ui.progress import Bar
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -42,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks and every "
+                      "kill takes all K processes of its node at once",
+                      default=defaults.ranks_per_node)
     parser.add_argument("--cluster", action="store_true",
                         help="run across an emulated cluster (one network namespace per node, created for the "
                         "campaign and removed after it; root) where every kill takes a whole node, its PRRTE "
@@ -59,7 +63,7 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
                            seed=args.seed, iterations=args.iterations, timeout=args.timeout,
-                           whole_nodes=args.cluster)
+                           whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block)
 
 
 def kills_text(kills) -> str:
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     bar = Bar(campaign.runs, "faults", sys.stderr)
     if campaign.whole_nodes:
         nodes = stencil.node_count(campaign.grid, campaign.spares, campaign.methods[0])
-        cluster = netcluster.up(f"ftf{os.getpid() % 100000}", nodes=nodes, slots=1)
+        cluster = netcluster.up(f"ftf{os.getpid() % 100000}", nodes=nodes, slots=campaign.ranks_per_node)
         try:
             reference, records = faults.run_campaign(campaign, prefix, progress=lambda _r: bar.step(),
                                                      wrap=functools.partial(netcluster.job_argv, cluster),
@@ -94,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}, {campaign.runs} runs, seed "
+        per_node = "" if campaign.ranks_per_node == 1 else f", {campaign.ranks_per_node} processes per node"
+        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}{per_node}, {campaign.runs} runs, seed "
               f"{campaign.seed}; failure-free checksum {reference}")
         print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
                      "leftovers"],

@@ -7,16 +7,17 @@ This module reads the command line and checks it; every map and metric comes fro
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import FtslideError
-from ..sliding import core, mapview
+from ..sliding import core, mapview, optimal
 from ..sliding.core import Layout, SlideError, make_layout, parse_grid, strerror
 from ..sliding.topology import GRAMMAR, parse_topology
+from ..ui.output import check_figure_path
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -24,7 +25,6 @@ NAME = "map"
 HELP = ("show where ranks run after node failures for one or several substitution methods: "
         "hops, link loads, migrations, and a plot of the moved ranks")
 
-PLOT_FORMATS = (".png", ".svg")
 
 
 # ---- argument parsing ------------------------------------------------------------
@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(the default) or zyx")
     parser.add_argument("--spares", default="x:1", metavar="LAYOUT",
                         help="spare lines/planes at the high end of dimensions: x:1, x:2, x:1,y:1 or "
-                        "none (default x:1)")
+                        "none (default x:1); a suffix /M:K keeps K spares per block of M node ids "
+                        "(z:1/16:1: one per leaf switch of 16 hosts), the planes' other nodes unused")
     parser.add_argument("--method", metavar="M[,M...]",
                         help="one substitution method or a comma list of them (docs/sliding-methods.md); "
                         "'all' for all of them (default hybrid)")
@@ -56,6 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="a method that cannot place every failure reports the map before the "
                         "failure it could not place and the command still exits 0")
+    add_block_options(parser, "processes (ranks) per node: every node runs a block of K ranks of the rank grid "
+                      "and moves with them; link loads count the K-rank faces between nodes and no message "
+                      "inside a node (default 1)")
+    parser.add_argument("--optimal", action="store_true",
+                        help="also the best any substitution can do after these failures: the exact "
+                        "optimum of the max load (OR-Tools CP-SAT) on grids of at most 100 nodes whose "
+                        "network is the grid, else a proven lower bound beside the best method")
+    parser.add_argument("--optimal-time", type=float, default=60.0, metavar="S",
+                        help="seconds the solver may take (default 60); when they run out the best "
+                        "load found and the best bound are shown, marked not proven")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--with-map", action="store_true",
                         help="with --json: include the final rank->node map of each method")
@@ -152,20 +163,6 @@ def parse_failures(text: str, layout: Layout) -> list[int]:
     return failures
 
 
-def check_plot_path(path: Path) -> Path:
-    if path.suffix.lower() not in PLOT_FORMATS:
-        raise FtslideError(f"--plot {path}: the file name must end in .png or .svg")
-    folder = path.parent
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist; create it first"
-        raise FtslideError(f"--plot {path}: folder '{folder}' {what}")
-    if path.is_dir():
-        raise FtslideError(f"--plot {path} is a folder; give a file name ending in .png or .svg")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise FtslideError(f"--plot {path}: folder '{folder}' is not writable")
-    return path
-
-
 def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> int | None:
     """The z plane to draw (None for 2D grids)."""
     sizes = layout.grid.sizes
@@ -181,6 +178,17 @@ def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> i
     return layout.coords(failures[0])[2] if failures else 0
 
 
+def blocks_from_args(layout: Layout, ranks_per_node: int, block: str | None) -> tuple[int, ...] | None:
+    """The block of --ranks-per-node/--block (None: one rank per node, the map as it always was)."""
+    if ranks_per_node < 1:
+        raise FtslideError(f"--ranks-per-node must be at least 1, not {ranks_per_node}")
+    if block is not None and ranks_per_node == 1 and block.strip() not in ("1x1", "1x1x1"):
+        raise FtslideError(f"--block {block} needs --ranks-per-node (the ranks its sizes multiply to)")
+    if ranks_per_node == 1 and block is None:
+        return None
+    return core.make_block(layout, ranks_per_node, block)
+
+
 # ---- command ---------------------------------------------------------------------
 
 
@@ -191,19 +199,34 @@ def run(args: argparse.Namespace) -> int:
     layout = layout_from_args(args.grid, args.topology, args.spares, args.route_order,
                               args.expect_failures)
     failures = parse_failures(args.fail, layout)
+    block = blocks_from_args(layout, args.ranks_per_node, args.block)
     z = slice_z(layout, failures, args.slice) if args.plot else None
     if args.slice is not None and not args.plot:
         raise FtslideError("--slice chooses the plane of --plot; add --plot FILE.png")
-    plot = check_plot_path(args.plot) if args.plot else None
+    plot = check_figure_path(args.plot) if args.plot else None
 
-    results = [mapview.run_method(layout, m, failures) for m in methods]
+    if args.optimal and not args.optimal_time > 0:
+        raise FtslideError(f"--optimal-time must be a positive number of seconds, not {args.optimal_time:g}")
+    if args.optimal and block is not None:
+        raise FtslideError("--optimal works on one rank per node; drop --ranks-per-node/--block")
+    results = [mapview.run_method(layout, m, failures, block) for m in methods]
     stuck = any(r.error is not None for r in results) and not args.keep_going
+    best = None
+    if args.optimal:
+        complete = [r.mapping for r in results if r.error is None and r.method.one_rank_per_node]
+        best = optimal.optimum(layout, failures, complete, time_limit=args.optimal_time)
 
     if args.json:
-        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map)), flush=True)
+        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map, block, best)),
+              flush=True)
     else:
-        print(mapview.header_line(layout, failures))
-        print_table(mapview.TABLE_HEADERS, [mapview.table_row(r, len(failures)) for r in results])
+        print(mapview.header_line(layout, failures, block))
+        rows = [mapview.table_row(r, len(failures)) for r in results]
+        if best is not None:
+            rows.append(mapview.optimum_row(layout, best))
+        print_table(mapview.TABLE_HEADERS, rows)
+        if best is not None:
+            print(mapview.optimum_line(best))
         for r in results:
             if r.choices:
                 print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "

@@ -21,6 +21,7 @@ from ..simulation.sweep import (
 )
 from ..ui.table import print_table
 from ..units import parse_rate, parse_size, parse_speed, parse_time
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -40,12 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(the default) or zyx")
     parser.add_argument("--grid", help="the stencil's node grid for the sliding core (default: "
                         "the topology itself when it is a 2D/3D torus or mesh)")
-    parser.add_argument("--spares", help="spare layout, e.g. x:1 (default x:1)")
+    parser.add_argument("--spares", help="spare layout, e.g. x:1, or a spare set z:1/16:1 (K=1 spare per "
+                        "block of M=16 node ids: per leaf switch or group) (default x:1)")
     parser.add_argument("--methods", help="comma-separated substitution methods (default: every method "
                         "that keeps one rank per node, all but shrink)")
     parser.add_argument("--expect-failures", type=int, default=0, metavar="N",
                         help="routed's spare budget: keep a free spare node for each of the N "
                         "failures expected (default 0: no reservation)")
+    add_block_options(parser, "ranks per node (default 1): every host runs a block of K ranks of the rank grid, "
+                      "which move with their node; messages inside a host use its loopback, not the network")
     parser.add_argument("--failures", default="0..8", help="failure counts: 0..8 or 0,2,4")
     parser.add_argument("--patterns", default="stencil7,barrier,allreduce",
                         help="comma-separated kernels: stencil7 (stencil5 in 2D; every halo at "
@@ -94,7 +98,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         allreduce_bytes=parse_size(args.allreduce_size, "--allreduce-size"),
         iters=args.iters, jobs=args.jobs, timeout=args.timeout,
         simulate=not args.analytic_only, use_cache=not args.no_cache,
-        route_order=args.route_order, expect=args.expect_failures)
+        route_order=args.route_order, expect=args.expect_failures, ranks_per_node=args.ranks_per_node,
+        block=args.block)
 
 
 def _fmt(value: object, spec: str = ".2f") -> str:
@@ -115,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
     if cfg.simulate:
         from ..simulation.smpi import build_kernels
         build_kernels()  # a missing smpicc fails here, before any work
+    ranks = f"{placement.layout.ranks} ranks" if placement.block is None else \
+        (f"{placement.layout.ranks * placement.ranks_per_node} ranks ({placement.ranks_per_node} per node, "
+         f"blocks of {sc.block_text(placement.block)})")
     print(f"ftslide simulate: {topology} ({topology.hosts} hosts), grid {placement.layout.grid} "
-          f"spares {placement.layout.spares}: {placement.layout.ranks} ranks, "
+          f"spares {placement.layout.spares}: {ranks}, "
           f"{placement.spare_nodes} spare nodes", flush=True)
     summary, trials = run_sweep(cfg)
     rows = summary["rows"]

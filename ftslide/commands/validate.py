@@ -12,9 +12,12 @@ from types import FrameType
 from ..errors import FtslideError
 from .. import validate
 from ..units import parse_size
+from ..simulation.platform import platform_xml
+from ..sliding.core import block_text
 from ..sliding.topology import GRAMMAR
 from ..ui.output import write_text
 from ..ui.table import print_table
+from . import add_block_options
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
@@ -48,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed halo exchanges per run, after one untimed (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs of each map, interleaved across maps (default %(default)s)")
+    add_block_options(parser, "processes per node (default 1): every node runs a block of K ranks of the "
+                      "kernel's rank grid, K slots per namespace node, K ranks per SimGrid host")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="predict with the bare platform: no calibration run of the host speed and the "
+                        "CPU work per byte sent (docs/simulations.md, \"Calibration\")")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds per mpirun before it is killed (default %(default)s)")
     parser.add_argument("--name", help="name of the emulated cluster (default v<pid>)")
@@ -73,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         failures=args.failures, seed=args.seed, rate=args.rate, delay=args.delay,
         halo=parse_size(args.halo, "--halo"), pattern=args.pattern, iterations=args.iterations,
         repeats=args.repeats, route_order=args.route_order, name=args.name or f"v{os.getpid()}",
-        timeout=args.timeout)
+        timeout=args.timeout, ranks_per_node=args.ranks_per_node, block=args.block,
+        calibrate=not args.no_calibration)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise FtslideError(f"--out {out} is a file: give a directory")
@@ -87,14 +96,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FtslideError(f"cannot create --out {out}: {exc.strerror}") from None
     write_text(out / "validate.json", json.dumps(doc, indent=1) + "\n")
+    write_text(out / "platform.xml", platform_xml(checked.topology, checked.net))
     validate.plot(doc, out / "validate.png")
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
     base = doc["failure_free"]
     assert isinstance(base, dict)
-    print(f"{doc['topology']}, grid {doc['grid']} spares {doc['spares']} ({doc['ranks']} ranks), "
+    per_node = "" if doc["ranks_per_node"] == 1 else \
+        f", {doc['ranks_per_node']} per node as {block_text(doc['block'] or [])} blocks"
+    print(f"{doc['topology']}, grid {doc['grid']} spares {doc['spares']} ({doc['ranks']} ranks{per_node}), "
           f"{doc['pattern']} halo {doc['halo']} B, links {doc['rate']}; failed nodes {doc['failed_nodes']}")
+    cal = doc["calibration"]
+    if isinstance(cal, dict):
+        print(f"calibration: host speed {cal['host_speed'] / 1e6:.1f} Mflop/s (shared by a node's ranks), send "
+              f"work {cal['send_work']:.4g} flop/byte ({cal['message_overhead'] * 1e3:.2f} ms per halo at full "
+              f"speed); failure-free {cal['failure_free_time']:.4f} s measured, SimGrid "
+              f"{cal['uncalibrated_time']:.4f} s bare, {cal['calibrated_time']:.4f} s calibrated")
     print(f"failure-free: measured {_fmt(base['measured_time'], '.4f')} s per iteration (spread "
           f"{_fmt(base['spread_pct'], '.1f')} % over {doc['repeats']} runs), SimGrid "
           f"{_fmt(base['predicted_time'], '.4f')} s, error {_fmt(base['error_pct'], '+.1f')} %")
@@ -107,5 +125,5 @@ def run(args: argparse.Namespace) -> int:
     for m in doc["methods"]:
         if m["error"]:
             print(f"note: {m['method']}: {m['error']}")
-    print(f"wrote {out / 'validate.json'} and {out / 'validate.png'}")
+    print(f"wrote {out / 'validate.json'}, {out / 'validate.png'} and {out / 'platform.xml'}")
     return 0

@@ -41,6 +41,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import FtslideError
 from ..sliding import core as sc
 from ..sliding.topology import Topology
@@ -98,40 +100,36 @@ def congestion(topology: Topology, rank_hosts: Sequence[int],
     """Loads, hops and estimated time of message rounds between placed ranks
     (``rank_hosts[r]`` is the host of rank r)."""
     total_time = 0.0
-    used = bytearray(topology.links)
+    used = np.zeros(topology.links, dtype=bool)
     hops_max, hops_sum, messages, load_max, collisions = 0, 0, 0, 0, 0
     for msgs in rounds:
         routed = topology.route_round([rank_hosts[s] for s, _ in msgs],
                                       [rank_hosts[d] for _, d in msgs])
-        slowest = 0.0
-        for hops, worst in zip(routed.hops, routed.worst):
-            if hops:
-                t = hops * net.lat + nbytes * worst / net.bw
-            else:
-                t = nbytes / (net.bw * 20)  # loopback, as in the platform
-            slowest = max(slowest, t)
-        total_time += slowest
+        hops = np.asarray(routed.hops, dtype=float)
+        times = np.where(hops > 0, hops * net.lat + nbytes * np.asarray(routed.worst) / net.bw,
+                         nbytes / net.loopback())  # loopback, as in the platform
+        total_time += float(times.max()) if len(times) else 0.0
         load_max = max(load_max, routed.load_max)
         hops_max = max(hops_max, routed.hops_max)
         hops_sum += routed.hops_sum
         messages += len(msgs)
         collisions += routed.links_overloaded
-        for link, load in enumerate(routed.loads):
-            if load:
-                used[link] = 1
+        used |= np.frombuffer(routed.loads, dtype=np.uint32)[: topology.links] > 0
     return Congestion(messages, hops_max, hops_sum / messages if messages else 0.0, load_max,
-                      collisions, sum(used), total_time)
+                      collisions, int(used.sum()), total_time)
 
 
 def pattern_congestion(layout: sc.Layout, rank_hosts: Sequence[int], pattern: str,
-                       nbytes: int, net: NetParams) -> Congestion:
+                       nbytes: int, net: NetParams, block: Sequence[int] | None = None) -> Congestion:
     """The model for one of the kernels (``stencil``, ``phased``, ``barrier``, ``allreduce``) with the
-    ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``."""
+    ranks of ``layout`` on hosts ``rank_hosts`` of ``layout.net``; with a ``block`` every node runs
+    that block of ranks and ``rank_hosts`` lists the rank grid's ranks (``Placement.hosts``)."""
     if pattern == "stencil":
-        src, dst = sc.stencil_messages(layout)
+        src, dst = sc.stencil_messages(layout, block=block)
         rounds = [list(zip(src, dst))]
     elif pattern == "phased":
-        rounds = [list(zip(*sc.stencil_messages(layout, dim=d))) for d in range(len(layout.logical))]
+        rounds = [list(zip(*sc.stencil_messages(layout, dim=d, block=block)))
+                  for d in range(len(layout.logical))]
     else:
         rounds = collective_rounds(pattern, len(rank_hosts))
     return congestion(layout.net, rank_hosts, rounds, nbytes, net)

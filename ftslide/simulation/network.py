@@ -12,11 +12,20 @@ __all__ = ["NetParams", "Preset", "PRESETS"]
 
 @dataclass(frozen=True)
 class NetParams:
-    """Per-link bandwidth (bytes/s) and latency (s), host speed (flop/s)."""
+    """Per-link bandwidth (bytes/s) and latency (s), host speed (flop/s), the bandwidth between
+    ranks on one host (bytes/s; None: 20 times a link's, shared memory against the network), and the
+    CPU work a rank spends per byte it sends (flop/byte, on its host, which its host's ranks share;
+    0: none, SimGrid's default; ``ftslide validate`` calibrates it with the host speed)."""
 
     bw: float = 5e9
     lat: float = 100e-9
     speed: float = 1e9
+    loopback_bw: float | None = None
+    send_work: float = 0.0
+
+    def loopback(self) -> float:
+        """Bytes/s between two ranks of one host."""
+        return self.loopback_bw if self.loopback_bw is not None else self.bw * 20
 
     def simgrid(self) -> dict[str, str]:
         """Values as SimGrid platform attributes."""

@@ -18,9 +18,10 @@ from xml.sax.saxutils import quoteattr
 from ..sliding.topology import Topology
 from .network import NetParams
 
-__all__ = ["radicals", "platform_xml", "hostfile"]
+__all__ = ["radicals", "platform_xml", "hostfile", "SEND_WORK_PROPERTY"]
 
 HOST_PREFIX = "h"
+SEND_WORK_PROPERTY = "ftslide_send_work"  # the host property ftsim_kernels.c reads
 
 
 def radicals(topology: Topology) -> str:
@@ -49,24 +50,30 @@ def platform_xml(topology: Topology, net: NetParams) -> str:
     """A SimGrid 4.1 platform: one cluster zone with the topology's links and routing.
 
     Links are split-duplex (each direction its own bandwidth), as the analytic
-    model assumes; a loopback serves ranks sharing a host (shrink).
+    model assumes; a loopback serves ranks sharing a host (K ranks per node,
+    shrink), so that their messages load no network link.
     """
     attrs = net.simgrid()
     cluster = {
         "id": "ftsim", "prefix": HOST_PREFIX, "suffix": "",
         "radical": radicals(topology),
         "speed": attrs["speed"], "bw": attrs["bw"], "lat": attrs["lat"],
-        "loopback_bw": f"{net.bw * 20:.6g}Bps", "loopback_lat": "0s",
+        "loopback_bw": f"{net.loopback():.6g}Bps", "loopback_lat": "0s",
         "topology": topology.sim_kind, "topo_parameters": topology.sim_parameters,
         "sharing_policy": "SPLITDUPLEX",
     }
     body = " ".join(f"{k}={quoteattr(v)}" for k, v in cluster.items())
     order = f", routed {topology.order}" if topology.order else ""
+    # The CPU work per byte sent, as a property every host of the cluster gets: the SMPI kernels
+    # read it (simulations/smpi/ftsim_kernels.c), so the platform carries its calibration.
+    element = f"  <cluster {body}/>\n" if not net.send_work else (
+        f"  <cluster {body}>\n    <prop id=\"{SEND_WORK_PROPERTY}\" value=\"{net.send_work:.6g}\"/>\n"
+        "  </cluster>\n")
     return ("<?xml version='1.0'?>\n"
             "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
             f"<!-- ftslide: {topology}{order} -->\n"
             "<platform version=\"4.1\">\n"
-            f"  <cluster {body}/>\n"
+            f"{element}"
             "</platform>\n")
 
 

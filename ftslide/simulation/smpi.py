@@ -31,11 +31,13 @@ from ..errors import FtslideError
 from ..toolchain.native import REPO
 from ..toolchain.ompi import cache_root
 from .network import NetParams
+from .platform import SEND_WORK_PROPERTY
 
 __all__ = ["KERNEL_SOURCE", "smpi_root", "tool", "build_kernels", "KernelRun", "run_kernels", "kill_running"]
 
 KERNEL_SOURCE = REPO / "simulations" / "smpi" / "ftsim_kernels.c"
-CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Werror")
+CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Werror",
+          f'-DFTSIM_SEND_WORK_PROPERTY="{SEND_WORK_PROPERTY}"')  # the platform's name for it
 INSTALL_HINT = "install SimGrid's SMPI with 'apt-get install libsimgrid-dev' (or run ./bootstrap setup)"
 
 # smpirun processes running now (several threads may run one each), so that an

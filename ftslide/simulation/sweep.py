@@ -68,6 +68,8 @@ class SweepConfig:
     use_cache: bool = True
     route_order: str = ""
     expect: int = 0
+    ranks_per_node: int = 1      # K ranks on every node, a block of the rank grid
+    block: str | None = None     # that block (None: the most even split of K)
 
 
 @dataclass
@@ -121,7 +123,9 @@ def kernel_name(pattern: str, ndims: int) -> str:
 def validate(cfg: SweepConfig) -> tuple[Topology, Placement]:
     """Check everything that can be checked before any work; one-line errors."""
     topology = parse_topology(cfg.topology, cfg.route_order)
-    placement = make_placement(topology, cfg.grid, cfg.spares, cfg.expect)
+    if cfg.ranks_per_node < 1:
+        raise FtslideError(f"--ranks-per-node must be at least 1, not {cfg.ranks_per_node}")
+    placement = make_placement(topology, cfg.grid, cfg.spares, cfg.expect, cfg.ranks_per_node, cfg.block)
     if not cfg.methods:
         raise FtslideError("no method given: choose from " + ", ".join(m.label for m in sc.methods()))
     methods = [sc.parse_method(m) for m in cfg.methods]
@@ -207,7 +211,7 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
         # process, so the models of some placements overlap others' simulations.
         with model_lock:
             models[i] = {p: analytic.pattern_congestion(layout, placements[i], k, sizes[k],
-                                                        cfg.net)
+                                                        cfg.net, placement.block)
                          for p, k in kernels.items()}
         if not cfg.simulate:
             return
@@ -268,8 +272,14 @@ def _config_dict(cfg: SweepConfig, placement: Placement) -> dict[str, object]:
     d["topology"] = str(placement.topology)
     d["route_order"] = placement.topology.order
     d["grid"] = str(placement.layout.grid)
-    d["ranks"] = placement.layout.ranks
+    d["ranks"] = placement.layout.ranks * placement.ranks_per_node
     d["spare_nodes"] = placement.spare_nodes
+    if placement.block is None:  # one rank per node: the document as it always was
+        d.pop("ranks_per_node")
+        d.pop("block")
+    else:
+        d["block"] = list(placement.block)
+        d["node_ranks"] = placement.layout.ranks
     for k in ("jobs", "timeout", "use_cache"):
         d.pop(k, None)
     return d

@@ -24,6 +24,7 @@ costs what its C counterpart costs, plus O(size of its arguments).
 from __future__ import annotations
 
 import ctypes
+import math
 from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,6 +38,7 @@ from .topology import Topology, _CTopo, parse_topology
 # __getattr__): a star import loads nothing.
 __all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
            "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
+           "parse_block", "default_block", "make_block", "block_text", "rank_nodes",
            "stencil_messages", "compute_map", "explain", "measure", "DIM_NAMES", "HOPS_HIST"]
 
 DIM_NAMES = "xyz"
@@ -72,14 +74,14 @@ class _CGrid(ctypes.Structure):
 
 class _CSpares(ctypes.Structure):
     _fields_ = [("ndims", ctypes.c_int32), ("dim", ctypes.c_int32 * 2),
-                ("count", ctypes.c_int32 * 2)]
+                ("count", ctypes.c_int32 * 2), ("block", ctypes.c_int32), ("per_block", ctypes.c_int32)]
 
 
 class _CLayout(ctypes.Structure):
     _fields_ = [("grid", _CGrid), ("spares", _CSpares), ("spare_count", ctypes.c_int32 * 3),
                 ("logical", ctypes.c_int32 * 3), ("stride", ctypes.c_int32 * 3),
                 ("nodes", ctypes.c_int32), ("ranks", ctypes.c_int32), ("net", _CTopo),
-                ("expect", ctypes.c_int32)]
+                ("expect", ctypes.c_int32), ("spare_nodes", ctypes.c_int32)]
 
 
 class _CChoice(ctypes.Structure):
@@ -114,6 +116,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_node_coords": (None, [_P(_CLayout), ctypes.c_int32, _P(ctypes.c_int32)]),
     "slide_node_index": (ctypes.c_int32, [_P(_CLayout), _P(ctypes.c_int32)]),
     "slide_is_spare": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_node_role": (ctypes.c_int, [_P(_CLayout), ctypes.c_int32]),
+    "slide_node_role_name": (ctypes.c_char_p, [ctypes.c_int]),
     "slide_hops": (ctypes.c_int32, [_P(_CLayout), ctypes.c_int32, ctypes.c_int32]),
     "slide_initial_map": (None, [_P(_CLayout), _P(ctypes.c_int32)]),
     "slide_map_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
@@ -132,6 +136,17 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
                                                 _P(ctypes.c_int32), _P(ctypes.c_int32),
                                                 ctypes.c_int64]),
     "slide_struct_size": (ctypes.c_size_t, [ctypes.c_int]),
+    "slide_block_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int32, _P(ctypes.c_int32)]),
+    "slide_block_default": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int32, _P(ctypes.c_int32)]),
+    "slide_block_ranks": (ctypes.c_int64, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_block_rank_nodes": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                              _P(ctypes.c_int32)]),
+    "slide_block_stencil_messages": (ctypes.c_int64, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
+                                                      ctypes.c_int, _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                                      ctypes.c_int64]),
+    "slide_block_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout), _P(ctypes.c_int32)]),
+    "slide_block_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int,
+                                           _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
 }
 
 
@@ -168,13 +183,15 @@ def _names() -> dict[str, type[CEnum]]:
     lib = _lib()
     return {"Method": c_enum("Method", lib.slide_method_name, _Method),
             "Status": c_enum("Status", lib.slide_status_name),
-            "ChoiceKind": c_enum("ChoiceKind", lib.slide_choice_kind_name)}
+            "ChoiceKind": c_enum("ChoiceKind", lib.slide_choice_kind_name),
+            "Role": c_enum("Role", lib.slide_node_role_name)}
 
 
 def __getattr__(name: str) -> type[CEnum]:
-    """``Method`` (``Method.ROUTED.label == "routed"``), ``Status`` (``Status.ENOSPARE``) and
-    ``ChoiceKind``: the core's enumerations, read from the library at first use."""
-    if name in ("Method", "Status", "ChoiceKind"):
+    """``Method`` (``Method.ROUTED.label == "routed"``), ``Status`` (``Status.ENOSPARE``),
+    ``ChoiceKind`` and ``Role`` (what a node is to a layout: rank, spare, unused): the core's
+    enumerations, read from the library at first use."""
+    if name in ("Method", "Status", "ChoiceKind", "Role"):
         return _names()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -222,18 +239,22 @@ class Grid:
 
 @dataclass(frozen=True)
 class Spares:
-    """Spare layout: ``(dimension name, count)`` pairs, primary first."""
+    """Spare layout: ``(dimension name, count)`` pairs, primary first; ``block``, ``per_block``
+    for a spare set (``z:1/16:1``: one spare per block of 16 node ids), 0 for whole planes."""
 
     dims: tuple[tuple[str, int], ...]
+    block: int = 0
+    per_block: int = 0
 
     def __str__(self) -> str:
-        return ",".join(f"{d}:{k}" for d, k in self.dims) or "none"
+        planes = ",".join(f"{d}:{k}" for d, k in self.dims) or "none"
+        return f"{planes}/{self.block}:{self.per_block}" if self.block else planes
 
     def _c(self) -> _CSpares:
         dims = [DIM_NAMES.index(d) for d, _ in self.dims] + [-1, -1]
         counts = [k for _, k in self.dims] + [0, 0]
         return _CSpares(len(self.dims), (ctypes.c_int32 * 2)(*dims[:2]),
-                        (ctypes.c_int32 * 2)(*counts[:2]))
+                        (ctypes.c_int32 * 2)(*counts[:2]), self.block, self.per_block)
 
 
 def _text(value: object, what: str) -> bytes:
@@ -258,7 +279,7 @@ def parse_grid(text: str) -> Grid:
 
 
 def parse_spares(text: str) -> Spares:
-    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1`` ...
+    """Parse a spare layout ``none``, ``x:1``, ``x:2``, ``x:1,y:1``, ``z:1/16:1`` ...
 
     Returns Spares; raises SlideError (code ESPARES_*) naming the grammar. Cost O(len(text)).
     """
@@ -266,7 +287,8 @@ def parse_spares(text: str) -> Spares:
     rc = _lib().slide_spares_parse(_text(text, "spare layout"), ctypes.byref(out))
     if rc != 0:
         raise SlideError(f"bad spare layout '{text}': {strerror(rc)}", rc)
-    return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)))
+    return Spares(tuple((DIM_NAMES[out.dim[i]], out.count[i]) for i in range(out.ndims)),
+                  out.block, out.per_block)
 
 
 @dataclass(frozen=True)
@@ -302,9 +324,19 @@ class Layout:
             raise SlideError(f"coordinates {tuple(coords)} are outside grid {self.grid}", _status().ENODE)
         return int(node)
 
+    @property
+    def spare_nodes(self) -> int:
+        """Spare nodes of the layout (``nodes - ranks`` unless a spare set leaves nodes unused)."""
+        return int(self._c.spare_nodes)
+
     def is_spare(self, node: int) -> bool:
         self._check_node(node)
         return bool(_lib().slide_is_spare(ctypes.byref(self._c), node))
+
+    def role(self, node: int) -> CEnum:
+        """What the node is to the layout: a member of :data:`Role` (rank, spare, unused)."""
+        self._check_node(node)
+        return _names()["Role"](_lib().slide_node_role(ctypes.byref(self._c), node))
 
     def hops(self, a: int, b: int) -> int:
         """Hop distance between two nodes of the grid (the methods' notion of near)."""
@@ -366,23 +398,104 @@ def make_layout(grid: Grid | str | None, spares: Spares | str, net: Topology | N
     if isinstance(expect, bool) or not isinstance(expect, int) or \
             _lib().slide_layout_set_expect(ctypes.byref(c), expect) != 0:
         raise SlideError(f"the spare budget must be a count of failures from 0 to the "
-                         f"{c.nodes - c.ranks} spare nodes, not {expect!r}", _status().EINVAL)
+                         f"{c.spare_nodes} spare nodes, not {expect!r}", _status().EINVAL)
     return Layout(g, s, tuple(c.logical[: len(g.sizes)]), c.nodes, c.ranks, net, c)
 
 
+# ---- ranks per node: blocks -----------------------------------------------------
+
+def _c_block(layout: Layout, block: Sequence[int] | None) -> "ctypes.Array[ctypes.c_int32]":
+    """The C form of a block (None: one rank per node); SlideError if it does not fit the layout."""
+    sizes = list(block) if block is not None else [1] * len(layout.grid.sizes)
+    if len(sizes) != len(layout.grid.sizes) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                       for v in sizes):
+        raise SlideError(f"block {block!r} needs {len(layout.grid.sizes)} integer sizes for grid {layout.grid}",
+                         _status().EBLOCK)
+    c = (ctypes.c_int32 * 3)(*(sizes + [1] * (3 - len(sizes))))
+    if _lib().slide_block_ranks(ctypes.byref(layout._c), c) < 0:
+        raise SlideError(f"block {block_text(sizes)} on grid {layout.grid}: {strerror(_status().EBLOCK)}",
+                         _status().EBLOCK)
+    return c
+
+
+def block_text(block: Sequence[int]) -> str:
+    """``2x2x1`` for the block (2, 2, 1). Cost O(1)."""
+    return "x".join(map(str, block))
+
+
+def parse_block(text: str, ndims: int) -> tuple[int, ...]:
+    """Parse a block of ranks per node, ``AxB`` (2D grid) or ``AxBxC`` (3D), one size >= 1 per dimension.
+
+    Returns the sizes (``ndims`` of them). Raises SlideError (code ``Status.EBLOCK``) naming the
+    grammar. Cost O(len(text)).
+    """
+    out = (ctypes.c_int32 * 3)()
+    rc = _lib().slide_block_parse(_text(text, "block"), int(ndims), out)
+    if rc != 0:
+        raise SlideError(f"bad block '{text}': {strerror(rc)}", rc)
+    return tuple(out[:ndims])
+
+
+def default_block(ranks_per_node: int, ndims: int) -> tuple[int, ...]:
+    """The block of ``ranks_per_node`` ranks the runtime takes unless told: the most even split over
+    the ``ndims`` dimensions, larger sizes first (2 -> 2x1x1, 4 -> 2x2x1, 8 -> 2x2x2). Raises SlideError
+    for a count below 1 or above 2^20. Cost O(ranks_per_node)."""
+    out = (ctypes.c_int32 * 3)()
+    if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or \
+            _lib().slide_block_default(ranks_per_node, int(ndims), out) != 0:
+        raise SlideError(f"ranks per node must be a count from 1 to 1048576, not {ranks_per_node!r}",
+                         _status().EINVAL)
+    return tuple(out[:ndims])
+
+
+def make_block(layout: Layout, ranks_per_node: int, text: str | None = None) -> tuple[int, ...]:
+    """The block of ``ranks_per_node`` ranks each node of ``layout`` runs: ``text`` (``2x2x1``) when
+    given, which must multiply to ``ranks_per_node``, else :func:`default_block`. Raises SlideError
+    (one line) otherwise. Cost O(ranks_per_node)."""
+    ndims = len(layout.grid.sizes)
+    if text is None:
+        block = default_block(ranks_per_node, ndims)
+    else:
+        block = parse_block(text, ndims)
+        product = math.prod(block)
+        if product != ranks_per_node:
+            raise SlideError(f"block {text} holds {product} rank{'s' if product != 1 else ''} but a node runs "
+                             f"{ranks_per_node}: give a block whose sizes multiply to {ranks_per_node}",
+                             _status().EBLOCK)
+    _c_block(layout, block)
+    return block
+
+
+def rank_nodes(layout: Layout, mapping: Sequence[int], block: Sequence[int] | None = None) -> list[int]:
+    """The node of every rank of the rank grid when each node rank of ``mapping`` (a map of
+    :func:`compute_map`) runs a ``block`` of ranks: what a hostfile lists, one line per rank
+    (slide_block_rank_nodes() in slide_core.h). Raises SlideError for a bad block or map length.
+    Cost O(ranks)."""
+    cb = _c_block(layout, block)
+    if isinstance(mapping, (str, bytes)) or len(mapping) != layout.ranks:
+        raise SlideError(f"mapping must list a node for each of the {layout.ranks} node ranks", _status().EINVAL)
+    n = _lib().slide_block_ranks(ctypes.byref(layout._c), cb)
+    ma = _int32_array(mapping, "mapping entries")
+    out = (ctypes.c_int32 * n)()
+    _lib().slide_block_rank_nodes(ctypes.byref(layout._c), cb, (ctypes.c_int32 * len(ma)).from_buffer(ma), out)
+    return list(out)
+
+
 def stencil_messages(layout: Layout, stencil_periodic: bool | None = None,
-                     dim: int | None = None) -> tuple[list[int], list[int]]:
+                     dim: int | None = None, block: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
     """(source ranks, destination ranks) of one halo exchange of the 5/7-point stencil:
     every neighbour pair both ways (see slide_measure() in slide_core.h), or only those
     along logical dimension ``dim`` (0 = x). ``stencil_periodic`` None follows the grid.
-    Cost O(ranks)."""
+    With a ``block`` the ranks are those of the rank grid, each node rank running a block
+    (slide_block_stencil_messages()). Cost O(ranks)."""
     periodic = -1 if stencil_periodic is None else int(bool(stencil_periodic))
     d = -1 if dim is None else dim
-    n = _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, None, None, 0)
+    cb = _c_block(layout, block)
+    n = _lib().slide_block_stencil_messages(ctypes.byref(layout._c), cb, periodic, d, None, None, 0)
     if n < 0:
         raise SlideError(f"dimension {dim} is not one of grid {layout.grid}", _status().EINVAL)
     src, dst = (ctypes.c_int32 * max(n, 1))(), (ctypes.c_int32 * max(n, 1))()
-    _lib().slide_stencil_messages(ctypes.byref(layout._c), periodic, d, src, dst, n)
+    _lib().slide_block_stencil_messages(ctypes.byref(layout._c), cb, periodic, d, src, dst, n)
     return list(src[:n]), list(dst[:n])
 
 
@@ -500,14 +613,18 @@ class Metrics:
 
 
 def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
-            stencil_periodic: bool | None = None) -> Metrics:
+            stencil_periodic: bool | None = None, block: Sequence[int] | None = None) -> Metrics:
     """Neighbour hops and 5/7-point stencil link loads of a rank-to-node map.
 
     ``mapping[r]`` is rank r's node; ``stencil_periodic`` None follows the grid (torus: the
-    logical grid wraps). Returns Metrics. Raises SlideError for a map of the wrong length or with
-    a node outside the grid. Cost O(nodes + ranks x route length) (slide_measure()).
+    logical grid wraps). With a ``block`` (K ranks per node) every node rank runs that block of
+    the rank grid: links carry one message per rank of the faces between nodes, pairs inside a node
+    use none, and pairs and ranks count ranks of the rank grid (slide_block_measure()). Returns
+    Metrics. Raises SlideError for a map of the wrong length, a node outside the grid or a bad
+    block. Cost O(nodes + ranks x route length) (slide_measure()).
     """
     lay = _layout(layout)
+    cb = _c_block(lay, block)
     if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:
         raise SlideError(f"mapping must list a node for each of the {lay.ranks} ranks "
                          f"(got {len(mapping) if not isinstance(mapping, (str, bytes)) else 'a string'})",
@@ -519,12 +636,12 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
         periodic = int(stencil_periodic)
     else:
         raise SlideError("stencil_periodic must be True, False or None", _status().EINVAL)
-    nbytes = _lib().slide_measure_workspace_bytes(ctypes.byref(lay._c))
+    nbytes = _lib().slide_block_measure_workspace_bytes(ctypes.byref(lay._c), cb)
     work = _workspace(nbytes)
     out = _CMetrics()
     cmap = (ctypes.c_int32 * len(ma)).from_buffer(ma)
-    rc = _lib().slide_measure(ctypes.byref(lay._c), cmap, periodic, ctypes.byref(out), work,
-                              nbytes)
+    rc = _lib().slide_block_measure(ctypes.byref(lay._c), cb, cmap, periodic, ctypes.byref(out), work,
+                                    nbytes)
     if rc == _status().EMAP:
         bad = next(i for i, v in enumerate(ma) if not 0 <= v < lay.nodes)
         raise SlideError(f"mapping entry for rank {bad} is {mapping[bad]}, outside grid "
@@ -542,11 +659,13 @@ def measure(layout: Layout | tuple[str, str], mapping: Sequence[int],
 class Choice:
     """What routed did for one failure (slide_choice in slide_core.h)."""
 
-    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross
-    dim: int                       # block, cross: slide dimension (0 = x) ...
-    dir: int                       # ... and direction (+1 / -1)
+    kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross,
+                                   # surface
+    dim: int                       # block, cross: slide dimension (0 = x); surface: the lines' dimension
+    dir: int                       # block, cross: direction (+1 / -1); surface: the logical dimension on them
     lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions;
-                                        # cross: ((dimension crossed, signed steps), _)
+                                        # cross: ((dimension crossed, signed steps), _);
+                                        # surface: ((_, pieces), (_, pieces)) the tiles per side
     load_max: int                  # the map after this failure
     overloaded: int
     spares: int                    # spare-layout nodes newly occupied

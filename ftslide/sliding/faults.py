@@ -19,9 +19,13 @@ that a recovery happens, except where the phase is that first failure):
 - ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
 - ``exhaust``: more nodes die, one after another, than there are spares (workers first).
 
+With ``ranks_per_node`` K > 1 every node runs K processes (a block of the rank grid) and every kill
+takes all K processes of the victim's node at once (``sliding_killpoint``: the first of them to reach
+the point SIGKILLs the others, then itself); on one machine every K consecutive processes form a node.
+
 With ``whole_nodes`` (``ftslide faults --cluster``) every run is spread over an emulated cluster, one
-node per namespace, and each kill takes the victim's whole node at its point: the rank SIGKILLs the
-node's PRRTE daemon, then itself (ftslide_killpoint.h, FTSLIDE_KILL_NODE). The daemons route along a
+node per namespace (K processes in each), and each kill takes the victim's whole node at its point:
+its processes, and its PRRTE daemon (ftslide_killpoint.h, FTSLIDE_KILL_NODE). The daemons route along a
 chain (routing radix 1), so every node but the last relays for the nodes after it; node 0 runs
 mpirun and is never a victim (losing it ends any job).
 
@@ -80,6 +84,13 @@ class Campaign:
     checkpoint_every: int = 5
     timeout: float = 60.0
     whole_nodes: bool = False  # kills take whole nodes of an emulated cluster (node 0 spared)
+    ranks_per_node: int = 1    # K processes per node, every kill takes the node's K
+    block: str | None = None   # the block of ranks a node runs (None: the runtime's default)
+
+    def nodes_as(self) -> stencil.NodeOptions:
+        """How the campaign's processes form nodes (checked: FtslideError for a bad K or block)."""
+        return stencil.node_options(self.grid, self.spares, self.ranks_per_node, self.block,
+                                    emulate=not self.whole_nodes)
 
 
 LOST_DAEMON = "prterun: lost daemon"  # mpirun's notice per lost node (docs/nodeloss.md)
@@ -123,6 +134,7 @@ def check(campaign: Campaign) -> None:
                            f"{', '.join(phases())}")
     for method in campaign.methods:
         stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
+    campaign.nodes_as()
     if not campaign.methods:
         raise FtslideError(f"give at least one method of {', '.join(m.label for m in stencil.runtime_methods())}")
 
@@ -235,10 +247,11 @@ def in_use(paths: set[str]) -> set[str]:
 
 def leftovers(before: set[str], marker: str) -> list[str]:
     """What one run left behind: its processes still alive, and runtime files that appeared during it
-    and that no live process claims."""
+    and that no live process claims, and that are still there after the scan of the processes (a
+    launch running beside the campaign may end, and remove its files, during the scan)."""
     found = [f"process {pid}" for pid in mpi.processes_with(marker)]
     new = runtime_files() - before
-    return found + sorted(new - in_use(new))
+    return found + sorted(path for path in new - in_use(new) if Path(path).exists())
 
 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
@@ -306,12 +319,13 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
     check(campaign)
     binary = stencil.build(prefix)
     layout = make_layout(campaign.grid, campaign.spares)
+    nodes_as = campaign.nodes_as()
     launch_env = {**(env or {}), **({"FTSLIDE_KILL_NODE": "1"} if campaign.whole_nodes else {})}
     options = CLUSTER_MPIRUN_OPTIONS if campaign.whole_nodes else ()
     base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
                        iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
                        timeout=campaign.timeout, binary=binary, env=launch_env, wrap=wrap,
-                       mpirun_options=options)
+                       mpirun_options=options, nodes_as=nodes_as)
     if base.returncode != 0 or not base.checksum:
         raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
                            f"{(base.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -329,7 +343,7 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
                 run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
                                   iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
                                   timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
-                                  env=run_env, wrap=wrap, mpirun_options=options)
+                                  env=run_env, wrap=wrap, mpirun_options=options, nodes_as=nodes_as)
                 run.killed.update(killed_in(kill_log))
                 judge(record, run, base.checksum, layout, method, campaign.whole_nodes)
                 if not record.ok:

@@ -16,6 +16,7 @@ O(nodes of the slice + ranks) plus matplotlib's rendering (about a second).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,7 +26,8 @@ from . import core
 from .core import Choice, Layout, Metrics, SlideError, explain, measure
 
 __all__ = ["MethodResult", "run_method", "describe_choice", "CHOICE_HEADERS", "choice_rows", "hist_short",
-           "describe_node", "header_line", "describe_net", "TABLE_HEADERS", "table_row", "BRIEF_HEADERS",
+           "describe_node", "header_line", "describe_net", "TABLE_HEADERS", "table_row", "optimum_row", "optimum_line",
+           "BRIEF_HEADERS",
            "brief_rows", "error_code_name", "json_document", "dumps", "stuck_message", "STATE_STYLE", "draw"]
 
 # ---- one method's map -------------------------------------------------------------------
@@ -43,8 +45,11 @@ class MethodResult:
     choices: list[Choice] | None = None  # routed: what it did per failure
 
 
-def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int]) -> MethodResult:
-    """One call into the core for the map (and a choosing method's choices), one for its metrics."""
+def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int],
+               block: Sequence[int] | None = None) -> MethodResult:
+    """One call into the core for the map (and a choosing method's choices), one for its metrics;
+    with a ``block`` every node runs that block of ranks (K per node): the metrics count the ranks
+    and the faces between nodes (``core.measure``)."""
     try:
         mapping, choices = explain(layout, method, failures)
         placed, error = len(failures), None
@@ -54,7 +59,7 @@ def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int]) -> M
         if exc.index is None or exc.mapping is None:
             raise
         mapping, choices, placed, error = exc.mapping, exc.choices, exc.index, exc
-    return MethodResult(method, mapping, measure(layout, mapping), placed, error, choices)
+    return MethodResult(method, mapping, measure(layout, mapping, block=block), placed, error, choices)
 
 
 DIM_NAMES = "xyz"
@@ -69,6 +74,10 @@ def describe_choice(layout: Layout, choice: Choice) -> str:
         return f"{choice.kind.label}'s map"
     if choice.kind is kinds.DIRECT:
         return "direct to the nearest free node"
+    if choice.kind is kinds.SURFACE:
+        (_, pieces0), (_, pieces1) = choice.lines
+        tiles = "one skipped plane" if pieces0 * pieces1 == 1 else f"{pieces0}x{pieces1} tiles"
+        return f"surface: logical {DIM_NAMES[choice.dir]} along {DIM_NAMES[choice.dim]} lines, {tiles}"
     along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
     if choice.kind is kinds.CROSS:
         (dim, steps), _ = choice.lines
@@ -115,18 +124,25 @@ def describe_node(layout: Layout, node: int) -> str:
     return ".".join(map(str, layout.coords(node)))
 
 
-def header_line(layout: Layout, failures: Sequence[int]) -> str:
-    """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network."""
+def header_line(layout: Layout, failures: Sequence[int], block: Sequence[int] | None = None) -> str:
+    """The line above ``ftslide map``'s table: grid, ranks, spares, failures, stencil and network;
+    with a ``block``, the ranks per node and the rank grid."""
     points = 5 if len(layout.grid.sizes) == 2 else 7
     stencil = "periodic" if layout.grid.periodic else "open"
-    spare_nodes = layout.nodes - layout.ranks
+    spare_nodes = layout.spare_nodes
     if not failures:
         failed = "no failure"
     elif len(failures) <= 8:
         failed = "failures " + ", ".join(f"{n} ({describe_node(layout, n)})" for n in failures)
     else:
         failed = f"{len(failures)} failures {','.join(map(str, failures))}"
-    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {layout.ranks} ranks "
+    ranks = f"{layout.ranks} ranks"
+    if block is not None:
+        per_node = math.prod(block)
+        grid = "x".join(str(n * b) for n, b in zip(layout.logical, block))
+        ranks = (f"{layout.ranks * per_node} ranks ({per_node} per node, blocks of {core.block_text(block)}: "
+                 f"rank grid {grid})")
+    return (f"grid {layout.grid}, logical {'x'.join(map(str, layout.logical))}: {ranks} "
             f"on {layout.nodes} nodes, spares {layout.spares} ({spare_nodes} nodes); {failed}; "
             f"{points}-point {stencil} stencil routed on {describe_net(layout)}")
 
@@ -165,15 +181,37 @@ def brief_rows(results: Sequence[MethodResult]) -> list[list[object]]:
     return rows
 
 
+def optimum_row(layout: Layout, best: Any) -> list[object]:
+    """The optimum's row under TABLE_HEADERS (``best`` an :class:`~ftslide.sliding.optimal.Optimum`):
+    its map's metrics when it has one; the max load with its proven bound when not proven."""
+    load = str(best.link_load_max) if best.proven else f"{best.link_load_max} (>= {best.lower_bound})"
+    if best.mapping is None:
+        return ["optimum", "-", best.ranks_moved, "-", "-", "-", load, best.links_overloaded, 1]
+    m = measure(layout, best.mapping)
+    return ["optimum", "-", m.ranks_moved, m.hops_max, f"{m.hops_mean:.3f}", hist_short(m.hops_hist), load,
+            m.links_overloaded, m.ranks_per_node_max]
+
+
+def optimum_line(best: Any) -> str:
+    """One line on how the optimum was found and whether it is proven."""
+    what = f"max load {best.link_load_max}, " + ("proven optimal" if best.proven else
+                                                 f"not proven (lower bound {best.lower_bound})")
+    ties = "links >1 and moves minimal too" if best.tiebreak_proven else "links >1 and moves not proven minimal"
+    note = f"; {best.note}" if best.note else ""
+    return f"optimum ({best.how}, {best.seconds:.1f} s): {what}; {ties}{note}"
+
+
 def error_code_name(code: int) -> str:
     """The core's name of a status code (``ENOSPARE``)."""
     return core.Status(code).name
 
 
 def json_document(layout: Layout, failures: Sequence[int], results: Sequence[MethodResult],
-                  with_map: bool) -> dict[str, Any]:
+                  with_map: bool, block: Sequence[int] | None = None, best: Any = None) -> dict[str, Any]:
     """``ftslide map --json``: the layout, the failures and per method its metrics, its error,
-    its choices (a choosing method) and, ``with_map``, its rank -> node map."""
+    its choices (a choosing method) and, ``with_map``, its rank -> node map (node ranks); with a
+    ``block``, also the ranks per node and the block (the metrics then count ranks of the rank grid);
+    with ``best`` (an Optimum) the ``optimal`` object."""
     methods = []
     for r in results:
         m = r.metrics
@@ -206,7 +244,7 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         if with_map:
             entry["map"] = r.mapping
         methods.append(entry)
-    return {
+    doc: dict[str, Any] = {
         "grid": str(layout.grid),
         "topology": str(layout.net),
         "route_order": layout.net.order,
@@ -214,12 +252,21 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
         "spares": str(layout.spares),
         "nodes": layout.nodes,
         "ranks": layout.ranks,
-        "spare_nodes": layout.nodes - layout.ranks,
+        "spare_nodes": layout.spare_nodes,
         "failures": list(failures),
         "stencil_points": 5 if len(layout.grid.sizes) == 2 else 7,
         "stencil_periodic": layout.grid.periodic,
         "methods": methods,
     }
+    if block is not None:
+        per_node = math.prod(block)
+        doc.update(ranks_per_node=per_node, block=list(block), node_ranks=layout.ranks,
+                   ranks=layout.ranks * per_node)
+    if best is not None:
+        doc["optimal"] = best.as_dict()
+        if with_map:
+            doc["optimal"]["map"] = best.mapping
+    return doc
 
 
 def dumps(value: Any, indent: str = "") -> str:
@@ -253,6 +300,7 @@ STATE_STYLE: dict[str, tuple[str, str]] = {
     "spare": ("#8fd18f", "unused spare"),
     "vacated": ("#ffffff", "free (vacated) node"),
     "dead": ("#3a3a3a", "dead node"),
+    "unused": ("#eeeeee", "not in the job (spare set)"),
 }
 
 
@@ -270,7 +318,9 @@ def _node_states(layout: Layout, result: MethodResult, failures: Sequence[int]) 
             moved = any(initial[r] != node for r in hosted[node])
             states[node] = "moved" if moved else "stayed"
         else:
-            states[node] = "spare" if layout.is_spare(node) else "vacated"
+            role = layout.role(node)
+            states[node] = "spare" if role is core.Role.SPARE else "unused" if role is core.Role.UNUSED \
+                else "vacated"
     return states
 
 
@@ -401,7 +451,7 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
     fig.suptitle(f"{layout.grid}, spares {layout.spares}, {methods}: failed nodes {failed}{where}",
                  fontsize=10)
     handles: list[Any] = [Patch(facecolor=STATE_STYLE[s][0], edgecolor="#555555", label=STATE_STYLE[s][1])
-                          for s in STATE_STYLE]
+                          for s in STATE_STYLE if s != "unused" or layout.spares.block]
     handles.append(Line2D([], [], color="#e02020", marker="x", linestyle="none", markersize=7,
                           label="failed node (#order)"))
     handles.append(Line2D([], [], color="#1f4fd1", marker=">", lw=1.4, markersize=5,

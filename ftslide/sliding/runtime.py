@@ -1,9 +1,13 @@
 """Build and run the resilient Jacobi example (``sliding/examples/jacobi3d.c``) on a 2D or 3D node grid.
 
 The example links the sliding runtime (``sliding/runtime``) and the substitution core
-(``sliding/core``) from source with the build's mpicc. One MPI process runs per node of the
-grid, spares included. The program prints one ``jacobi3d: EVENT KEY=VALUE ...`` line per event
-(its header comment lists them), which :func:`parse` reads.
+(``sliding/core``) from source with the build's mpicc. K MPI processes run per node of the
+grid, spares included (K = 1 unless told: one process per node, process n on node n); with
+K > 1 each node runs a block of the rank grid (``core.make_block``), and on one machine every K
+consecutive processes form a node (``jacobi3d --emulate-nodes K``), unless the nodes are the
+processes that share memory (an emulated cluster). The program prints one
+``jacobi3d: EVENT KEY=VALUE ...`` line per event (its header comment lists them), which
+:func:`parse` reads.
 
 The runtime's names are its own (``sliding/runtime/include/sliding_names.h``): :data:`Point`, its
 kill points, and :data:`Status`, its status codes, are enumerations read from
@@ -33,12 +37,12 @@ from ..errors import FtslideError
 from ..toolchain import mpi
 from ..toolchain.native import REPO, CEnum, bind_library, c_enum
 from ..toolchain.ompi import cache_root
-from .core import make_layout, methods, parse_method
+from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
-__all__ = ["Recovery", "RunError", "StencilRun", "build_library", "link_flags", "build",
-           "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "run",
-           "events", "parse", "HEADER_DIR"]
+__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "build_library", "link_flags", "build",
+           "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
+           "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((SLIDING / "core" / "src").glob("*.c")))
@@ -51,12 +55,20 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sliding_point_name": (ctypes.c_char_p, [ctypes.c_int]),
     "sliding_status_name": (ctypes.c_char_p, [ctypes.c_int]),
     "sliding_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "sliding_nodes_read": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
+                                          ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),
+                                          ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
 }
 
 
 @lru_cache(maxsize=None)
+def _lib() -> ctypes.CDLL:
+    return bind_library("slidenames", _SIGNATURES, {}, "ftslide/sliding/runtime.py")
+
+
+@lru_cache(maxsize=None)
 def _names() -> dict[str, type[CEnum]]:
-    lib = bind_library("slidenames", _SIGNATURES, {}, "ftslide/sliding/runtime.py")
+    lib = _lib()
     return {"Point": c_enum("Point", lib.sliding_point_name), "Status": c_enum("Status", lib.sliding_status_name)}
 
 
@@ -77,6 +89,8 @@ class Recovery:
     failed: list[int]
     attempts: int
     times: dict[str, float]
+    moved_bytes: int = 0   # checkpointed state sent node to node, and to re-establish the buddy copies
+    buddy_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,7 +183,7 @@ def parse_kill(text: str) -> tuple[int, str]:
 
 
 def node_count(grid: str, spares: str, method: str) -> int:
-    """Processes the run needs (one per node); raises FtslideError on a bad layout or method."""
+    """Nodes of the grid, spares included; raises FtslideError on a bad layout or method."""
     if not parse_method(method).one_rank_per_node:
         raise FtslideError(f"method {method!r} cannot run: choose {', '.join(m.label for m in runtime_methods())} "
                            f"({method} puts several ranks on one node, which one process per node cannot run: "
@@ -177,14 +191,79 @@ def node_count(grid: str, spares: str, method: str) -> int:
     return make_layout(grid, spares).nodes
 
 
+@dataclass(frozen=True)
+class NodeOptions:
+    """How a run's processes form nodes: ``ranks_per_node`` (K) processes on each, running a ``block``
+    of the rank grid (None: the runtime's default split of K), nodes of ``emulate`` consecutive
+    processes on one machine or, if False, the processes that share memory (an emulated cluster's
+    namespaces), placed on the grid by the ``coords`` file (None: in the order of their lowest rank).
+    The default is one process per node, the runtime's original model."""
+
+    ranks_per_node: int = 1
+    block: tuple[int, ...] | None = None
+    emulate: bool = True
+    coords: Path | None = None
+
+    def jacobi_options(self) -> list[str]:
+        """jacobi3d's options for these nodes (none for one process per node)."""
+        out: list[str] = []
+        if self.block is not None:
+            out += ["--block", block_text(self.block)]
+        if self.ranks_per_node > 1 and self.emulate:
+            out += ["--emulate-nodes", str(self.ranks_per_node)]
+        if self.coords is not None:
+            out += ["--node-coords", str(self.coords)]
+        return out
+
+
+def node_options(grid: str, spares: str, ranks_per_node: int = 1, block: str | None = None,
+                 emulate: bool = True, coords: str | Path | None = None,
+                 names: Sequence[str] | None = None) -> NodeOptions:
+    """Check K, the block and the coordinate file before anything starts; the runtime's own checks
+    (``core.make_block``, ``sliding_nodes_read``), one line each. ``names`` are the nodes' names as
+    the job will know them (default: the node keys 0..nodes-1 of ``--emulate-nodes``). Raises
+    FtslideError. Cost O(nodes) and one read of the file."""
+    if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
+        raise FtslideError(f"--ranks-per-node must be a count of at least 1, not {ranks_per_node!r}")
+    layout = make_layout(grid, spares)
+    sizes = make_block(layout, ranks_per_node, block)
+    path = None
+    if coords is not None:
+        path = Path(coords)
+        check_node_coords(path, layout, names if names is not None else [str(n) for n in range(layout.nodes)])
+    return NodeOptions(ranks_per_node, sizes if block is not None else None, emulate, path)
+
+
+def check_node_coords(path: Path, layout, names: Sequence[str]) -> list[int]:
+    """The grid node of each named node according to the coordinate file at ``path``
+    (sliding_nodes.h, read by the runtime's own C reader). Raises FtslideError naming the line or
+    the node at fault. Cost O(file size + nodes^2)."""
+    sizes = (ctypes.c_int32 * 3)(*(list(layout.grid.sizes) + [1] * (3 - len(layout.grid.sizes))))
+    cnames = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
+    out = (ctypes.c_int32 * len(names))()
+    where = ctypes.c_int32(0)
+    rc = _lib().sliding_nodes_read(str(path).encode(), len(layout.grid.sizes), sizes, len(names), cnames, out,
+                                   ctypes.byref(where))
+    if rc != 0:
+        message = _lib().sliding_strerror(rc).decode()
+        if where.value > 0:
+            raise FtslideError(f"node coordinate file {path}, line {where.value}: {message}")
+        if where.value < 0:
+            raise FtslideError(f"node coordinate file {path} does not name node {names[-where.value - 1]!r}: "
+                               f"{message}")
+        raise FtslideError(f"cannot read node coordinate file {path}: give a readable file ({message})")
+    return list(out)
+
+
 def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
         n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
         binary: Path | None = None, stacks_on_timeout: bool = False,
         env: dict[str, str] | None = None, wrap: Callable[[list[str]], list[str]] | None = None,
-        mpirun_options: Sequence[str] = ()) -> StencilRun:
-    """Run the example with SIGKILL at the named (node, point) pairs.
+        mpirun_options: Sequence[str] = (), nodes_as: NodeOptions = NodeOptions()) -> StencilRun:
+    """Run the example with SIGKILL at the named (node, point) pairs; each kill takes the whole node.
 
-    ``env`` adds to the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap``
+    ``nodes_as`` says how many processes run per node and how they form nodes (one per node unless
+    told); ``env`` adds to the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap``
     turns the mpirun argv into the one to run (mpi.run). Returns what :func:`parse` reads.
     Raises FtslideError for a bad layout, method or kill before anything starts, and
     mpi.MpirunTimeout if the run outlives ``timeout`` seconds.
@@ -199,8 +278,9 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
     env = dict(env or {})
     if kills:
         env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
-    result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes), str(binary), grid, spares, method, str(n),
-                              str(iterations), str(checkpoint_every)], timeout=timeout, env=env,
+    result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes * nodes_as.ranks_per_node), str(binary),
+                              *nodes_as.jacobi_options(), grid, spares, method, str(n), str(iterations),
+                              str(checkpoint_every)], timeout=timeout, env=env,
                      stacks_on_timeout=stacks_on_timeout, wrap=wrap)
     return parse(result.returncode, result.stdout, result.stderr)
 
@@ -235,7 +315,8 @@ def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
         if event == "recovered":
             times = {key[: -len("_ms")]: float(value) for key, value in f.items() if key.endswith("_ms")}
             out.recoveries.append(Recovery(int(f["iteration"]), [int(x) for x in f["failed"].split(",") if x],
-                                           int(f["attempts"]), times))
+                                           int(f["attempts"]), times, int(f.get("moved_bytes", 0)),
+                                           int(f.get("buddy_bytes", 0))))
         elif event == "done":
             out.checksum = f["checksum"]
     status = _names()["Status"].__members__

@@ -21,7 +21,9 @@ from ..errors import FtslideError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["write_atomically", "write_text", "new_figure", "save_figure"]
+__all__ = ["write_atomically", "write_text", "check_figure_path", "new_figure", "save_figure"]
+
+FIGURE_FORMATS = (".png", ".svg")
 
 
 def write_atomically(path: Path, write: Callable[[IO[bytes]], None], mode: int = 0o644) -> None:
@@ -51,6 +53,22 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], None], mode: int =
 def write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """``text`` (UTF-8) into ``path``, atomically."""
     write_atomically(path, lambda out: out.write(text.encode()), mode)
+
+
+def check_figure_path(path: Path, option: str = "--plot") -> Path:
+    """``path`` if a figure can be written there (a .png or .svg name in a writable folder), else
+    FtslideError naming ``option``; checked before any work so that nothing is half done."""
+    if path.suffix.lower() not in FIGURE_FORMATS:
+        raise FtslideError(f"{option} {path}: the file name must end in .png or .svg")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist; create it first"
+        raise FtslideError(f"{option} {path}: folder '{folder}' {what}")
+    if path.is_dir():
+        raise FtslideError(f"{option} {path} is a folder; give a file name ending in .png or .svg")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FtslideError(f"{option} {path}: folder '{folder}' is not writable")
+    return path
 
 
 def new_figure(width: float, height: float) -> "Figure":

@@ -22,6 +22,19 @@
  *                             MPI_Cart_shift does, also at size 2)
  *             barrier         MPI_Barrier
  *             allreduce:BYTES MPI_Allreduce (MPI_SUM) of BYTES of doubles
+ *             compute:FLOPS   every rank at once computes FLOPS floating-point
+ *                             operations (a chain of multiply-adds; in SMPI,
+ *                             smpi_execute_flops on the rank's host, which
+ *                             the host's ranks share): ftslide validate's
+ *                             calibration of the host speed
+ *
+ * Under SMPI, every message the halo patterns send first costs its sender
+ * W flops per byte on its host (shared by the ranks of that host), W being the
+ * host property FTSIM_SEND_WORK_PROPERTY (a <prop> of the platform's cluster,
+ * which SimGrid gives every host of it; 0 without it; its name comes from the
+ * build, ftslide/simulation/smpi.py, as the platform generator spells it):
+ * the CPU time a real MPI library spends per message, calibrated on the real
+ * run (ftslide validate) and kept in the platform. A real run spends it itself.
  *
  * Rank 0 prints one line per kernel:
  *   ftsim pattern=NAME bytes=B iters=N time=SECONDS
@@ -44,6 +57,7 @@
 #define FTSIM_MAX_DIMS 3
 
 #ifdef SMPI_SHARED_MALLOC
+#include <simgrid/host.h>
 /* Payload contents do not matter: one shared buffer, no copies in SMPI. */
 #define FTSIM_ALLOC(n) SMPI_SHARED_MALLOC(n)
 #define FTSIM_FREE(p) SMPI_SHARED_FREE(p)
@@ -51,6 +65,40 @@
 #define FTSIM_ALLOC(n) malloc(n)
 #define FTSIM_FREE(p) free(p)
 #endif
+
+/* The CPU work of sending `bytes` (see the header): SMPI only. */
+static void ftsim_send_work(long bytes)
+{
+#ifdef SMPI_SHARED_MALLOC
+    const char *value = sg_host_get_property_value(sg_host_self(), FTSIM_SEND_WORK_PROPERTY);
+    double per_byte = value ? atof(value) : 0.0;
+    if (per_byte > 0.0 && bytes > 0)
+        smpi_execute_flops(per_byte * (double)bytes);
+#else
+    (void)bytes;
+#endif
+}
+
+/* compute:FLOPS: a chain of multiply-adds (2 flops each) that the compiler
+ * cannot drop; SMPI executes the flops on the rank's host instead. */
+static double ftsim_compute(long flops, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime(), x = 1.0;
+    for (int it = 0; it < iters; it++) {
+#ifdef SMPI_SHARED_MALLOC
+        smpi_execute_flops((double)flops);
+#else
+        volatile double a = 0.999999, b = 1e-7;
+        for (long i = 0; i < flops / 2; i++)
+            x = x * a + b;
+#endif
+    }
+    double t = MPI_Wtime() - t0;
+    if (x < 0.0) /* never: keeps x alive */
+        printf("%g\n", x);
+    return t;
+}
 
 /* Wait for requests. A real run (ftslide validate) puts many ranks on few cores: a rank that
  * spins in MPI_Waitall keeps the CPU from the ranks whose halos it waits for, so there it polls
@@ -139,6 +187,7 @@ static void ftsim_exchange(const int *nb, const int *side, int first, int last, 
     for (int i = first; i < last; i++) {
         /* the neighbour on our low side sees us on its high side: the tag
          * is the side of the receiver that faces the sender */
+        ftsim_send_work(bytes);
         MPI_Isend(sendbuf, (int)bytes, MPI_BYTE, nb[i], side[i] ^ 1, MPI_COMM_WORLD, &req[k++]);
     }
     ftsim_waitall(k, req);
@@ -206,9 +255,11 @@ static double ftsim_sendrecv(const ftsim_grid *g, long bytes, int iters)
         for (int d = 0; d < g->ndims; d++) {
             int low, high;
             MPI_Cart_shift(cart, d, 1, &low, &high);
-            for (int dir = 0; dir < 2; dir++)
+            for (int dir = 0; dir < 2; dir++) {
+                ftsim_send_work(bytes);
                 MPI_Sendrecv(sendbuf, (int)bytes, MPI_BYTE, dir == 0 ? high : low, d * 2 + dir, recvbuf,
                              (int)bytes, MPI_BYTE, dir == 0 ? low : high, d * 2 + dir, cart, MPI_STATUS_IGNORE);
+            }
         }
     }
     double t = MPI_Wtime() - t0;
@@ -293,6 +344,8 @@ int main(int argc, char **argv)
             t = ftsim_barrier(iters);
         else if (strcmp(name, "allreduce") == 0)
             t = ftsim_allreduce(bytes, iters);
+        else if (strcmp(name, "compute") == 0)
+            t = ftsim_compute(bytes, iters);
         else {
             if (rank == 0)
                 fprintf(stderr, "ftsim_kernels: unknown pattern '%s'\n", name);

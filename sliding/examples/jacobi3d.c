@@ -2,12 +2,20 @@
  * jacobi3d: a 3D Jacobi 7-point stencil that survives node failures with the
  * sliding runtime (sliding.h).
  *
- * Usage: jacobi3d GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]
+ * Usage: jacobi3d [OPTIONS] GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]
  *   GRID     node grid with spares, 3D (torus:3x2x2) or 2D (mesh:4x3: the
  *            nodes form one layer, as in AxBx1)
  *   SPARES   spare layout, e.g. x:1
  *   METHOD   simple, slide1d, slide2d, hybrid or routed
  *   N        points per rank and dimension (default 8)
+ * Options (sliding_create_info's info keys, sliding.h), for K processes per
+ * node (the process count is K times the grid's nodes):
+ *   --block AxBxC      the block of ranks each node runs (default: the
+ *                      runtime's most even split of K)
+ *   --emulate-nodes K  every K consecutive processes form a node (node key
+ *                      rank / K): several nodes on one machine; without it,
+ *                      nodes are the processes that share memory
+ *   --node-coords FILE the grid coordinates of the nodes (sliding_nodes.h)
  *
  * Each rank owns an N^3 block of a global field, periodic on a torus and with
  * zero boundaries on a mesh. On a 2D node grid the third dimension is the
@@ -23,7 +31,7 @@
  * and for programs (ftslide/sliding/runtime.py reads them): no value holds a
  * blank, except the last, "message", which runs to the end of the line.
  * Logical rank 0 prints on stdout
- *   jacobi3d: recovered iteration=I failed=2,5 attempts=1 agree_ms=.. map_ms=.. rebuild_ms=.. state_ms=.. commit_ms=.. total_ms=..
+ *   jacobi3d: recovered iteration=I failed=2,5 attempts=1 agree_ms=.. map_ms=.. rebuild_ms=.. state_ms=.. commit_ms=.. total_ms=.. moved_bytes=.. buddy_bytes=..
  *   jacobi3d: done iterations=ITERATIONS n=N checksum=0x... value=...
  * and, with JACOBI3D_TIMES=1 in the environment, after every iteration
  *   jacobi3d: iteration number=I time=T     (T: MPI_Wtime of logical rank 0)
@@ -32,9 +40,10 @@
  *   jacobi3d: error step=arguments|create|start|recovery|checksum [status=ERR_...] message=...
  * (status: a name of sliding_names.h).
  *
- * Fault injection (ftslide_killpoint.h), by node id = MPI_COMM_WORLD rank:
- * "iter=I" at the start of iteration I; the runtime's own points (checkpoint,
- * waiting, the steps of a recovery, promoted: sliding_names.h).
+ * Fault injection (ftslide_killpoint.h), by node id (sliding_node(): the
+ * MPI_COMM_WORLD rank with one process per node): "iter=I" at the start of
+ * iteration I; the runtime's own points (checkpoint, waiting, the steps of a
+ * recovery, promoted: sliding_names.h). The whole node dies at its point.
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -43,7 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftslide_killpoint.h"
 #include "sliding.h"
 
 typedef struct field {
@@ -184,9 +192,10 @@ static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
     for (int i = 0; i < nfailed; i++) {
         printf("%s%d", i ? "," : "", failed[i]);
     }
-    printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f\n",
+    printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f"
+           " moved_bytes=%" PRId64 " buddy_bytes=%" PRId64 "\n",
            t.attempts, t.agree * 1e3, t.mapping * 1e3, t.rebuild * 1e3, t.state * 1e3, t.commit * 1e3,
-           t.total * 1e3);
+           t.total * 1e3, t.moved_bytes, t.buddy_bytes);
     fflush(stdout);
 }
 
@@ -201,33 +210,68 @@ static void fail(sliding_t *s, const char *what, int status)
     exit(3);
 }
 
+/* The options before GRID, into info; the index of GRID, or -1 on a bad option. */
+static int options(int argc, char **argv, int size, MPI_Info info)
+{
+    int i = 1;
+    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        if (strcmp(argv[i], "--block") == 0) {
+            MPI_Info_set(info, SLIDING_INFO_BLOCK, argv[i + 1]);
+        } else if (strcmp(argv[i], "--node-coords") == 0) {
+            MPI_Info_set(info, SLIDING_INFO_NODE_COORDS, argv[i + 1]);
+        } else if (strcmp(argv[i], "--emulate-nodes") == 0) {
+            int rank, k = atoi(argv[i + 1]);
+            char key[32];
+            if (k < 1 || k > size) {
+                return -1;
+            }
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            snprintf(key, sizeof key, "%d", rank / k);
+            MPI_Info_set(info, SLIDING_INFO_NODE_KEY, key);
+        } else {
+            return -1;
+        }
+    }
+    return i;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int node;
-    MPI_Comm_rank(MPI_COMM_WORLD, &node);
-    if (argc < 4) {
-        if (node == 0) {
-            fprintf(stderr, "usage: jacobi3d GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]\n");
+    int world_rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    int first = options(argc, argv, size, info);
+    if (first < 0 || argc - first < 3) {
+        if (world_rank == 0) {
+            fprintf(stderr, "usage: jacobi3d [--block AxBxC] [--emulate-nodes K] [--node-coords FILE] GRID SPARES "
+                            "METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]\n");
         }
+        MPI_Info_free(&info);
         MPI_Finalize();
         return 2;
     }
-    field_t f = {.n = argc > 4 ? atoi(argv[4]) : 8};
-    int iterations = argc > 5 ? atoi(argv[5]) : 40, every = argc > 6 ? atoi(argv[6]) : 5;
+    char **arg = argv + first;
+    int nargs = argc - first;
+    field_t f = {.n = nargs > 3 ? atoi(arg[3]) : 8};
+    int iterations = nargs > 4 ? atoi(arg[4]) : 40, every = nargs > 5 ? atoi(arg[5]) : 5;
     if (f.n < 1 || iterations < 1 || every < 1) {
-        if (node == 0) {
+        if (world_rank == 0) {
             fprintf(stderr, "jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY must be at least 1\n");
         }
+        MPI_Info_free(&info);
         MPI_Finalize();
         return 2;
     }
     sliding_t *s;
-    int rc = sliding_create(MPI_COMM_WORLD, argv[1], argv[2], argv[3], &s);
+    int rc = sliding_create_info(MPI_COMM_WORLD, arg[0], arg[1], arg[2], info, &s);
+    MPI_Info_free(&info);
     if (rc != SLIDING_OK) {
-        if (node == 0) {
+        if (world_rank == 0) {
             fprintf(stderr, "jacobi3d: error step=create status=%s message=%s (grid %s, spares %s, method %s)\n",
-                    sliding_status_name(rc), sliding_strerror(rc), argv[1], argv[2], argv[3]);
+                    sliding_status_name(rc), sliding_strerror(rc), arg[0], arg[1], arg[2]);
         }
         MPI_Finalize();
         return 2;
@@ -260,7 +304,9 @@ int main(int argc, char **argv)
     const char *times = getenv("JACOBI3D_TIMES");
     int report_times = times != NULL && strcmp(times, "1") == 0;
     while (role != SLIDING_FINISHED && it < iterations) {
-        ftslide_killpointf(node, "%s=%d", sliding_point_name(SLIDING_POINT_ITER), it);
+        char point[32];
+        snprintf(point, sizeof point, "%s=%d", sliding_point_name(SLIDING_POINT_ITER), it);
+        sliding_killpoint(s, point);
         rc = exchange_halos(&f, cart);
         if (rc == MPI_SUCCESS) {
             sweep(&f);

@@ -24,6 +24,15 @@
  * dimension written is the PRIMARY spare dimension (the one slides try
  * first), the second one the SECONDARY.
  *
+ * Spare sets. A suffix "/M:K" keeps only some of the planes' nodes as spares:
+ * the node ids are cut into blocks of M consecutive ids (a leaf switch of M
+ * hosts, a dragonfly group), and in each block the K highest-numbered nodes
+ * of the planes are spares; the other nodes of the planes are UNUSED: not
+ * part of the job, never given a rank, and a failure on one changes nothing.
+ * "z:1/16:1" on torus:8x8x8 (leaf switches of 16 hosts): one spare per leaf
+ * switch, 32 spares, 32 unused nodes. slide_node_role() tells the three kinds
+ * of node apart.
+ *
  * Logical grid and ranks. The application's logical grid is the node grid
  * minus the spares: L[d] = n[d] - spares[d]. Rank numbering is row-major on
  * the logical grid, last dimension fastest:
@@ -46,6 +55,7 @@
  * convention the sliding runtime uses). A failed node may be a spare (used or
  * not) or a node that earlier slides moved a rank onto. A failure on a node
  * that holds no rank only marks it dead. A node listed twice is an error.
+ * A failure on an UNUSED node (spare sets, above) changes nothing either.
  *
  * ---------------------------------------------------------------------------
  * Methods (the exact rules; docs/sliding-methods.md explains why)
@@ -149,7 +159,27 @@
  *               free node, every rank on it moving one alive node along it;
  *               (c) DIRECT: v to the free node nearest f (grid hops, ties ->
  *               lowest id); (d) HYBRID: hybrid's map for the same failures,
- *               taken whole. Score, lower first: the max directed-link load,
+ *               taken whole; (e) SURFACE, only when the best of (a)-(d) has a
+ *               max load above 1: the whole map laid out again with exactly
+ *               one free or dead node on every line along a dimension e
+ *               where a logical dimension one shorter than e lies (in order
+ *               along the line, skipping that node) and the other logical
+ *               dimensions lie in order on the other dimensions (of equal
+ *               sizes). The lines are cut into tiles of w0 x w1 lines (offsets
+ *               o0, o1; the last tile of a row takes a remainder) and all
+ *               lines of a tile skip one coordinate: that of the failed or
+ *               unused node the tile holds, else the last (a tile holding two
+ *               at different coordinates, or a line holding two, is no
+ *               candidate). Tilings: one tile of all lines (a rigid product
+ *               map, load 1) for every such e; when the best load is still
+ *               above 2 and the network is the grid's own torus or mesh, also
+ *               stripes (2 lines wide, whole in the other dimension, both
+ *               offsets) for every e, and 2 x 2 tiles (every offset) for the
+ *               e routed in the middle of a 3D grid and for both e of a 2D
+ *               grid: there a line whose two neighbours along each other
+ *               dimension are not both in other tiles never takes two extra
+ *               messages on one link (docs/sliding-methods.md).
+ *               Score, lower first: the max directed-link load,
  *               then the phased cost (the sum over the stencil's dimensions of
  *               the max load of the messages of the pairs along that
  *               dimension: what a halo exchange one dimension at a time
@@ -208,7 +238,8 @@ typedef enum slide_status {
     SLIDE_ETOPO_SYNTAX = 17,   /* topology spec not of the grammar (slide_topo.h) */
     SLIDE_ETOPO_SIZE = 18,     /* a size of 0, or too many hosts or links */
     SLIDE_EORDER = 19,         /* routing order is not a permutation of the dimensions */
-    SLIDE_ETOPO_FIT = 20       /* the grid has more nodes than the topology has hosts */
+    SLIDE_ETOPO_FIT = 20,      /* the grid has more nodes than the topology has hosts */
+    SLIDE_EBLOCK = 21          /* a block of ranks per node that is not AxB[xC] for the grid */
 } slide_status;
 
 typedef enum slide_method {
@@ -233,7 +264,16 @@ typedef struct slide_spares {
     int32_t ndims;     /* 0 (no spares), 1 or 2 */
     int32_t dim[2];    /* 0 = x, 1 = y, 2 = z */
     int32_t count[2];  /* spare lines/planes at the high end of dim[i], >= 1 */
+    int32_t block;     /* 0: every node of the planes is a spare; else a spare set: */
+    int32_t per_block; /* the per_block highest plane nodes of each block of `block` ids */
 } slide_spares;
+
+/* What a node is to a layout (slide_node_role()). */
+typedef enum slide_role {
+    SLIDE_ROLE_RANK = 0,   /* holds a rank before any failure */
+    SLIDE_ROLE_SPARE = 1,  /* a spare node */
+    SLIDE_ROLE_UNUSED = 2  /* in the spare planes but not in the spare set: not in the job */
+} slide_role;
 
 /* A validated grid + spare layout with derived sizes, and the network it
  * runs on: node i of the grid runs on host i of `net`. Fill it with
@@ -249,6 +289,7 @@ typedef struct slide_layout {
     int32_t ranks;                       /* product of logical[] */
     slide_topo net;                      /* where the nodes run; routes messages */
     int32_t expect;                      /* routed: failures to keep spare nodes for */
+    int32_t spare_nodes;                 /* spare nodes (nodes - ranks without a spare set) */
 } slide_layout;
 
 /* What routed did for one failure (slide_map_explain()). */
@@ -257,8 +298,10 @@ typedef enum slide_choice_kind {
     SLIDE_CHOICE_BLOCK = 1,   /* a block of lines along `dim` shifted one node toward `dir` */
     SLIDE_CHOICE_DIRECT = 2,  /* the failed rank moved straight to the nearest free node */
     SLIDE_CHOICE_HYBRID = 3,  /* hybrid's map for the same failures was taken whole */
-    SLIDE_CHOICE_CROSS = 4    /* the ranks on a path across to a nearby line along `dim`, then
+    SLIDE_CHOICE_CROSS = 4,   /* the ranks on a path across to a nearby line along `dim`, then
                                * along it toward `dir`, moved one node along it */
+    SLIDE_CHOICE_SURFACE = 5  /* the whole map laid out again with one node free or dead on every
+                               * line along `dim` (a re-embedding; see SLIDE_ROUTED) */
 } slide_choice_kind;
 
 typedef struct slide_choice {
@@ -266,7 +309,9 @@ typedef struct slide_choice {
     int32_t dim, dir;          /* BLOCK: slide dimension (0 = x), direction +1/-1 */
     int32_t lo[2], width[2];   /* BLOCK: the lines, as an interval (first coordinate, count)
                                 * in each of the other two dimensions, lower dimension first;
-                                * CROSS: lo[0] the dimension crossed, width[0] the signed steps */
+                                * CROSS: lo[0] the dimension crossed, width[0] the signed steps;
+                                * SURFACE: the tiles' offsets and widths in the other two
+                                * dimensions; dir: the logical dimension laid along `dim` */
     int32_t load_max;          /* the chosen map's max directed-link load (stencil) */
     int32_t overloaded;        /* its links with load > 1 */
     int32_t spares;            /* spare-layout nodes it newly occupies (net) */
@@ -340,18 +385,22 @@ const char *slide_choice_kind_name(int kind);
 int slide_grid_parse(const char *text, slide_grid *out);
 
 /* Parse a spare layout "D:K" or "D:K,E:K" with D,E in {x,y,z} distinct and
- * K >= 1 decimal, or "none" / "" for no spares. Example: "x:1", "x:2",
- * "x:1,y:1". Whether the dimensions exist in a grid is checked by
+ * K >= 1 decimal, optionally followed by a spare set "/M:K" (1 <= K <= M),
+ * or "none" / "" for no spares. Example: "x:1", "x:2", "x:1,y:1",
+ * "z:1/16:1". Whether the dimensions exist in a grid is checked by
  * slide_layout_init(). Output: *out (untouched on error). Cost O(strlen).
  * Errors: SLIDE_EINVAL (NULL), SLIDE_ESPARES_SYNTAX, SLIDE_ESPARES_DIM
- * (repeated dimension), SLIDE_ESPARES_COUNT (K == 0 or K >= 2^31). */
+ * (repeated dimension), SLIDE_ESPARES_COUNT (K == 0 or K >= 2^31, or a spare
+ * set with K > M). */
 int slide_spares_parse(const char *text, slide_spares *out);
 
 /* Validate grid + spares and fill *out; the layout runs on the grid itself
- * (out->net is the grid as a torus or mesh, routed x first). Cost O(1).
+ * (out->net is the grid as a torus or mesh, routed x first). Cost O(1), O(nodes)
+ * with a spare set (it counts the spares).
  * Errors: SLIDE_EINVAL (NULL), SLIDE_EGRID_DIMS, SLIDE_EGRID_SIZE,
  * SLIDE_ESPARES_DIM (spare dimension >= ndims, or repeated, or ndims > 2),
- * SLIDE_ESPARES_COUNT (count < 1, or count >= size of its dimension). */
+ * SLIDE_ESPARES_COUNT (count < 1, or count >= size of its dimension, or a
+ * spare set without any spare node). */
 int slide_layout_init(slide_layout *out, const slide_grid *grid,
                       const slide_spares *spares);
 
@@ -377,8 +426,15 @@ int32_t slide_node_index(const slide_layout *lay,
                          const int32_t coords[SLIDE_MAX_DIMS]);
 
 /* 1 if the node is a spare of the layout, 0 if not, -1 if out of range.
- * Cost O(1). */
+ * Cost O(1), O(block) with a spare set. */
 int slide_is_spare(const slide_layout *lay, int32_t node);
+
+/* The node's slide_role, or -1 if out of range. Cost as slide_is_spare(). */
+int slide_node_role(const slide_layout *lay, int32_t node);
+
+/* Name of a slide_role, lower case ("rank", "spare", "unused"), or NULL
+ * outside the enum. Cost O(1). */
+const char *slide_node_role_name(int role);
 
 /* Hop distance between two nodes of the GRID (see Model; the methods'
  * notion of near), -1 if either is out of range. Cost O(1). */
@@ -464,6 +520,83 @@ int64_t slide_stencil_messages(const slide_layout *lay, int stencil_periodic, in
 int slide_measure(const slide_layout *lay, const int32_t *rank_to_node,
                   int stencil_periodic, slide_metrics *out, void *work,
                   size_t work_bytes);
+
+/* ---- ranks per node: a block of the rank grid on every node ----------- *
+ *
+ * Production codes run K processes per node. The methods above map NODE
+ * RANKS (one per node, the logical grid L of the layout) to nodes; with K
+ * ranks per node each node rank stands for a BLOCK of b[0] x b[1] (x b[2])
+ * ranks of the application's rank grid, which is then L[d] * b[d] ranks along
+ * dimension d. A block moves as a unit: its ranks follow their node rank.
+ *
+ * Numbering (row-major, last dimension fastest, like everything here): rank
+ * (f0, f1, f2) of the rank grid is rank (f0 * F1 + f1) * F2 + f2 with
+ * F[d] = L[d] * b[d]; it belongs to node rank (f0 / b0, f1 / b1, f2 / b2) of
+ * the logical grid and is LANE (f0 % b0, f1 % b1, f2 % b2), row-major in the
+ * block, of that node rank: the lane-th process of the node runs it. With the
+ * block 1x1x1 a rank is its node rank, lane 0, and every function below
+ * equals its one-rank-per-node counterpart (slide_stencil_messages,
+ * slide_measure). A block is passed as int32_t b[3], b[2] = 1 in 2D. */
+
+/* Parse a block "AxB" (2D grid) or "AxBxC" (3D): one size >= 1 per dimension
+ * of a grid of `ndims` dimensions; block[2] = 1 in 2D. Output: block
+ * (untouched on error). Cost O(strlen).
+ * Errors: SLIDE_EINVAL (NULL, ndims not 2 or 3), SLIDE_EBLOCK (syntax, a
+ * size of 0, another number of sizes, more than 2^20 ranks per node). */
+int slide_block_parse(const char *text, int32_t ndims, int32_t block[SLIDE_MAX_DIMS]);
+
+/* The default block of k ranks per node on a grid of `ndims` dimensions: k
+ * split into ndims factors as evenly as possible, the larger ones first
+ * (x, then y), like MPI_Dims_create: 2 -> 2x1x1, 4 -> 2x2x1, 8 -> 2x2x2,
+ * 6 -> 3x2x1, 12 -> 3x2x2. The most even split has the smallest faces
+ * between nodes. Cost O(k). Errors: SLIDE_EINVAL (NULL, k < 1, k > 2^20, ndims
+ * not 2 or 3). */
+int slide_block_default(int32_t k, int32_t ndims, int32_t block[SLIDE_MAX_DIMS]);
+
+/* Ranks of the rank grid with this block on the layout (ranks x block), or
+ * -1 if the block is invalid (a size < 1, b[2] != 1 on a 2D grid) or the
+ * total is above 2^28. Cost O(1). */
+int64_t slide_block_ranks(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS]);
+
+/* Rank of the rank grid that lane `lane` of node rank `node_rank` runs, and
+ * back. No checks: the block must be valid and the arguments in range.
+ * Cost O(1). */
+int32_t slide_block_rank(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                         int32_t node_rank, int32_t lane);
+void slide_block_locate(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS], int32_t rank,
+                        int32_t *node_rank, int32_t *lane);
+
+/* The node of every rank of the rank grid: rank_node[f] =
+ * rank_to_node[node rank of f] for the slide_block_ranks() ranks (what a
+ * hostfile lists: one line per rank). Cost O(ranks). Errors: SLIDE_EINVAL
+ * (NULL, an invalid block). */
+int slide_block_rank_nodes(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                           const int32_t *rank_to_node, int32_t *rank_node);
+
+/* slide_stencil_messages() on the rank grid: every neighbour pair of ranks
+ * (wrap-around pairs along rank-grid dimensions of >= 3 ranks when periodic),
+ * both ways, as ranks of the rank grid. Pairs inside a block are listed too
+ * (they cost no link). Same arguments and result as slide_stencil_messages();
+ * also -1 for an invalid block. Cost O(ranks). */
+int64_t slide_block_stencil_messages(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                                     int stencil_periodic, int dim, int32_t *src, int32_t *dst,
+                                     int64_t cap);
+
+/* Workspace of slide_block_measure(): slide_measure_workspace_bytes() with
+ * the rank grid's messages (0 for an invalid block). Cost O(1). */
+size_t slide_block_measure_workspace_bytes(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS]);
+
+/* slide_measure() of a node-rank map (rank_to_node: lay->ranks entries, as
+ * slide_map() gives) with every node rank running a block: the messages are
+ * the rank grid's (slide_block_stencil_messages), so a link between two nodes
+ * carries one message per rank of the face between their blocks, and a pair
+ * inside a node uses no link (0 hops). Pairs, hops, ranks_moved and
+ * ranks_per_node_max count ranks of the rank grid (K per node for a method
+ * that keeps one node rank per node). Errors: those of slide_measure(), and
+ * SLIDE_EBLOCK for an invalid block. */
+int slide_block_measure(const slide_layout *lay, const int32_t block[SLIDE_MAX_DIMS],
+                        const int32_t *rank_to_node, int stencil_periodic, slide_metrics *out,
+                        void *work, size_t work_bytes);
 
 /* sizeof of the public structs, so bindings can check their mirrors:
  * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics,

@@ -93,7 +93,7 @@ static void shift_along_path(node_ctx *cx, int32_t len, int32_t carry)
     for (int32_t i = 0; i < len; i++) {
         int32_t node = cx->path[i];
         int32_t v = cx->n2r[node];
-        if (v == NODE_DEAD)
+        if (v <= NODE_DEAD) /* dead or unused */
             continue;
         cx->n2r[node] = carry;
         cx->r2n[carry] = node;
@@ -239,7 +239,9 @@ static void nodes_from_map(node_ctx *cx)
     cx->nspare = 0;
     memset(cx->line_free, 0, (size_t)line_count(lay, cx->d1) * sizeof(int32_t));
     for (int32_t node = 0; node < lay->nodes; node++)
-        cx->n2r[node] = cx->dead[node] ? NODE_DEAD : NODE_FREE;
+        cx->n2r[node] = cx->dead[node]                                           ? NODE_DEAD
+                        : lay->spares.block > 0 && slide_role_(lay, node) == SLIDE_ROLE_UNUSED ? NODE_UNUSED
+                                                                                 : NODE_FREE;
     for (int32_t r = 0; r < lay->ranks; r++)
         cx->n2r[cx->r2n[r]] = r;
     for (int32_t node = 0; node < lay->nodes; node++) {
@@ -258,8 +260,9 @@ static int nodes_step(node_ctx *cx, int32_t f)
     int32_t v = cx->n2r[f];
     cx->n2r[f] = NODE_DEAD;
     cx->dead[f] = 1;
-    if (v == NODE_FREE) {
-        free_node_taken(cx, f);
+    if (v < 0) { /* free or unused: no rank to place */
+        if (v == NODE_FREE)
+            free_node_taken(cx, f);
         return SLIDE_OK;
     }
     int rc;
@@ -280,7 +283,8 @@ static int nodes_step(node_ctx *cx, int32_t f)
 typedef slide_fold plane_ctx;
 
 /* Plane g along d is usable: no logical plane on it, and every node of it
- * that the product map would use (other coordinates in use) is alive. */
+ * that the product map would use (other coordinates in use) is alive and in
+ * the job (not an unused node of a spare set). */
 static int plane_usable(const plane_ctx *px, int d, int32_t g)
 {
     const slide_layout *lay = px->lay;
@@ -292,7 +296,10 @@ static int plane_usable(const plane_ctx *px, int d, int32_t g)
             continue;
         int32_t base = g * lay->stride[d] + a * lay->stride[e0];
         for (int32_t b = 0; b < lay->grid.size[e1]; b++)
-            if (px->inv[e1][b] >= 0 && px->dead[base + b * lay->stride[e1]])
+            if (px->inv[e1][b] >= 0 &&
+                (px->dead[base + b * lay->stride[e1]] ||
+                 (lay->spares.block > 0 &&
+                  slide_role_(lay, base + b * lay->stride[e1]) == SLIDE_ROLE_UNUSED)))
                 return 0;
     }
     return 1;
@@ -377,8 +384,9 @@ static void planes_init(plane_ctx *px)
 static int planes_step(plane_ctx *px, int32_t f)
 {
     const slide_layout *lay = px->lay;
+    const int in_job = lay->spares.block == 0 || slide_role_(lay, f) != SLIDE_ROLE_UNUSED;
     px->dead[f] = 1;
-    px->ndead++;
+    px->ndead += in_job;
     int holds = 1;
     for (int d = 0; d < SLIDE_MAX_DIMS; d++)
         if (px->inv[d][slide_coord_(lay, f, d)] < 0)
@@ -392,9 +400,9 @@ static int planes_step(plane_ctx *px, int32_t f)
             return SLIDE_OK;
         }
     }
-    int64_t free_alive = (int64_t)lay->nodes - px->ndead - (lay->ranks - 1);
+    int64_t free_alive = (int64_t)lay->spare_nodes + lay->ranks - px->ndead - (lay->ranks - 1);
     px->dead[f] = 0;
-    px->ndead--;
+    px->ndead -= in_job;
     return free_alive > 0 ? SLIDE_EPLANE : SLIDE_ENOSPARE;
 }
 

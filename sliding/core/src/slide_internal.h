@@ -19,15 +19,20 @@ static inline int32_t slide_dist1_(int32_t a, int32_t b, int32_t n, int periodic
     return d;
 }
 
-/* 1 if node (given coordinates) is a spare. */
-static inline int slide_is_spare_c_(const slide_layout *lay, const int32_t c[3])
+/* 1 if node (given coordinates) lies in the spare planes (holds no rank
+ * before any failure): a spare, or an unused node of a spare set. */
+static inline int slide_in_planes_c_(const slide_layout *lay, const int32_t c[3])
 {
     return c[0] >= lay->logical[0] || c[1] >= lay->logical[1] ||
            c[2] >= lay->logical[2];
 }
 
-#define NODE_FREE (-1) /* node state: alive, no rank */
-#define NODE_DEAD (-2) /* node state: failed */
+/* The node's slide_role (node in range). */
+int slide_role_(const slide_layout *lay, int32_t node);
+
+#define NODE_FREE (-1)   /* node state: alive, no rank */
+#define NODE_DEAD (-2)   /* node state: failed */
+#define NODE_UNUSED (-3) /* node state: not in the job (a spare set's other plane nodes) */
 
 /* Node one step from `node` along d in direction s (+1/-1), wrapping on a
  * torus; -1 past a mesh edge. */

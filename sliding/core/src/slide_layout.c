@@ -14,9 +14,11 @@ static const struct {
     STATUS(SLIDE_EGRID_DIMS, "grid must have 2 or 3 dimensions"),
     STATUS(SLIDE_EGRID_SIZE, "grid sizes must be >= 1 and the node count at most 16777216 (2^24)"),
     STATUS(SLIDE_ESPARES_SYNTAX, "bad spare layout: expected 'none', 'D:K' or 'D:K,E:K' with D,E in x,y,z, "
-                                 "e.g. 'x:1' or 'x:1,y:1'"),
+                                 "optionally '/M:K' (K spares per block of M node ids), e.g. 'x:1', 'x:1,y:1' "
+                                 "or 'z:1/16:1'"),
     STATUS(SLIDE_ESPARES_DIM, "spare dimension repeated, more than two, or not in the grid"),
-    STATUS(SLIDE_ESPARES_COUNT, "spare count must be >= 1 and leave at least one non-spare node per dimension"),
+    STATUS(SLIDE_ESPARES_COUNT, "spare count must be >= 1 and leave at least one non-spare node per dimension; "
+                                "a spare set '/M:K' needs 1 <= K <= M and at least one spare node"),
     STATUS(SLIDE_EMETHOD, "unknown method"),
     STATUS(SLIDE_ENODE, "failed node id is outside the grid"),
     STATUS(SLIDE_EDUP, "a node appears twice in the failed list"),
@@ -35,6 +37,8 @@ static const struct {
     STATUS(SLIDE_EORDER, "routing order must be a permutation of the topology's dimensions, e.g. xyz or zyx "
                          "(torus and mesh only)"),
     STATUS(SLIDE_ETOPO_FIT, "the grid has more nodes than the topology has hosts"),
+    STATUS(SLIDE_EBLOCK, "bad block of ranks per node: expected AxB (2D grid) or AxBxC (3D), sizes >= 1, "
+                         "e.g. '2x2x1'"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
@@ -91,7 +95,7 @@ const char *slide_choice_kind_name(int kind)
 {
     static const char *const kinds[] = {
         [SLIDE_CHOICE_NONE] = "none",     [SLIDE_CHOICE_BLOCK] = "block", [SLIDE_CHOICE_DIRECT] = "direct",
-        [SLIDE_CHOICE_HYBRID] = "hybrid", [SLIDE_CHOICE_CROSS] = "cross",
+        [SLIDE_CHOICE_HYBRID] = "hybrid", [SLIDE_CHOICE_CROSS] = "cross", [SLIDE_CHOICE_SURFACE] = "surface",
     };
     return kind < 0 || kind >= (int)(sizeof kinds / sizeof kinds[0]) ? NULL : kinds[kind];
 }
@@ -142,7 +146,7 @@ int slide_spares_parse(const char *text, slide_spares *out)
 {
     if (text == NULL || out == NULL)
         return SLIDE_EINVAL;
-    slide_spares s = {.ndims = 0, .dim = {-1, -1}, .count = {0, 0}};
+    slide_spares s = {.ndims = 0, .dim = {-1, -1}, .count = {0, 0}, .block = 0, .per_block = 0};
     if (text[0] == '\0' || strcmp(text, "none") == 0) {
         *out = s;
         return SLIDE_OK;
@@ -164,7 +168,7 @@ int slide_spares_parse(const char *text, slide_spares *out)
         int r = parse_uint(&p, &v);
         if (r == 0)
             return SLIDE_ESPARES_SYNTAX;
-        if (*p != '\0' && *p != ',')
+        if (*p != '\0' && *p != ',' && *p != '/')
             return SLIDE_ESPARES_SYNTAX;
         if (s.ndims == 2)
             return SLIDE_ESPARES_DIM;
@@ -175,9 +179,24 @@ int slide_spares_parse(const char *text, slide_spares *out)
         s.dim[s.ndims] = d;
         s.count[s.ndims] = (int32_t)v;
         s.ndims++;
-        if (*p == '\0')
+        if (*p == '\0' || *p == '/')
             break;
         p++; /* ',' */
+    }
+    if (*p == '/') { /* a spare set: "/M:K" */
+        int64_t m = 0, k = 0;
+        p++;
+        int rm = parse_uint(&p, &m);
+        if (rm == 0 || *p != ':')
+            return SLIDE_ESPARES_SYNTAX;
+        p++;
+        int rk = parse_uint(&p, &k);
+        if (rk == 0 || *p != '\0')
+            return SLIDE_ESPARES_SYNTAX;
+        if (rm < 0 || rk < 0 || m < 1 || k < 1 || k > m)
+            return SLIDE_ESPARES_COUNT;
+        s.block = (int32_t)m;
+        s.per_block = (int32_t)k;
     }
     *out = s;
     return SLIDE_OK;
@@ -207,6 +226,11 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
     }
     if (spares->ndims < 0 || spares->ndims > 2)
         return SLIDE_ESPARES_DIM;
+    if (spares->block < 0 || spares->per_block < 0 || spares->per_block > spares->block ||
+        (spares->block > 0 && (spares->per_block < 1 || spares->ndims == 0)))
+        return SLIDE_ESPARES_COUNT;
+    l.spares.block = spares->block;
+    l.spares.per_block = spares->per_block;
     l.spares.ndims = spares->ndims;
     l.spares.dim[0] = l.spares.dim[1] = -1;
     for (int i = 0; i < spares->ndims; i++) {
@@ -229,6 +253,14 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
     l.stride[0] = l.grid.size[1] * l.grid.size[2];
     l.nodes = (int32_t)nodes;
     l.ranks = (int32_t)ranks;
+    l.spare_nodes = l.nodes - l.ranks;
+    if (l.spares.block > 0) {
+        l.spare_nodes = 0;
+        for (int32_t node = 0; node < l.nodes; node++)
+            l.spare_nodes += slide_role_(&l, node) == SLIDE_ROLE_SPARE;
+        if (l.spare_nodes == 0)
+            return SLIDE_ESPARES_COUNT;
+    }
     slide_topo_grid_(&l.net, l.grid.periodic, l.grid.ndims, l.grid.size);
     *out = l;
     return SLIDE_OK;
@@ -236,7 +268,7 @@ int slide_layout_init(slide_layout *out, const slide_grid *grid,
 
 int slide_layout_set_expect(slide_layout *lay, int32_t expect)
 {
-    if (lay == NULL || expect < 0 || expect > lay->nodes - lay->ranks)
+    if (lay == NULL || expect < 0 || expect > lay->spare_nodes)
         return SLIDE_EINVAL;
     lay->expect = expect;
     return SLIDE_OK;
@@ -275,13 +307,47 @@ int32_t slide_node_index(const slide_layout *lay,
     return node;
 }
 
-int slide_is_spare(const slide_layout *lay, int32_t node)
+/* 1 if the node lies in the spare planes. */
+static int in_planes(const slide_layout *lay, int32_t node)
 {
-    if (node < 0 || node >= lay->nodes)
-        return -1;
     int32_t c[3];
     slide_node_coords(lay, node, c);
-    return slide_is_spare_c_(lay, c);
+    return slide_in_planes_c_(lay, c);
+}
+
+int slide_role_(const slide_layout *lay, int32_t node)
+{
+    if (!in_planes(lay, node))
+        return SLIDE_ROLE_RANK;
+    const int32_t m = lay->spares.block;
+    if (m == 0)
+        return SLIDE_ROLE_SPARE;
+    /* a spare iff fewer than per_block plane nodes above it in its block */
+    const int64_t end = ((int64_t)node / m + 1) * m;
+    int32_t above = 0;
+    for (int64_t id = node + 1; id < end && id < lay->nodes && above < lay->spares.per_block; id++)
+        above += in_planes(lay, (int32_t)id);
+    return above < lay->spares.per_block ? SLIDE_ROLE_SPARE : SLIDE_ROLE_UNUSED;
+}
+
+int slide_node_role(const slide_layout *lay, int32_t node)
+{
+    if (lay == NULL || node < 0 || node >= lay->nodes)
+        return -1;
+    return slide_role_(lay, node);
+}
+
+int slide_is_spare(const slide_layout *lay, int32_t node)
+{
+    const int role = slide_node_role(lay, node);
+    return role < 0 ? -1 : role == SLIDE_ROLE_SPARE;
+}
+
+const char *slide_node_role_name(int role)
+{
+    static const char *const roles[] = {
+        [SLIDE_ROLE_RANK] = "rank", [SLIDE_ROLE_SPARE] = "spare", [SLIDE_ROLE_UNUSED] = "unused"};
+    return role < 0 || role >= (int)(sizeof roles / sizeof roles[0]) ? NULL : roles[role];
 }
 
 int32_t slide_hops(const slide_layout *lay, int32_t a, int32_t b)

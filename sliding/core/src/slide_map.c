@@ -52,7 +52,7 @@ static int32_t nearest_survivor(const slide_layout *lay, const int32_t *dead, in
                                 t[d] = ((t[d] % n[d]) + n[d]) % n[d];
                         }
                     }
-                    if (!ok || slide_is_spare_c_(lay, t))
+                    if (!ok || slide_in_planes_c_(lay, t))
                         continue;
                     int32_t id = t[0] * lay->stride[0] + t[1] * lay->stride[1] + t[2];
                     if (!dead[id] && (best < 0 || id < best))
@@ -87,11 +87,11 @@ static int map_shrink(const slide_layout *lay, const int32_t *failed,
             rc = SLIDE_ENODE;
         } else if (dead[f]) {
             rc = SLIDE_EDUP;
-        } else if (slide_is_spare(lay, f) == 0 && lost + 1 == lay->ranks) {
+        } else if (slide_role_(lay, f) == SLIDE_ROLE_RANK && lost + 1 == lay->ranks) {
             rc = SLIDE_ENOSURVIVOR;
         } else {
             dead[f] = 1;
-            if (slide_is_spare(lay, f) == 0)
+            if (slide_role_(lay, f) == SLIDE_ROLE_RANK)
                 lost++;
         }
         if (rc != SLIDE_OK) {

@@ -27,7 +27,8 @@ static int64_t hist_len(const slide_layout *lay)
 
 int64_t slide_routed_words_(const slide_layout *lay)
 {
-    return slide_fold_words_(lay) + lay->ranks /* hybrid's map */ +
+    return slide_fold_words_(lay) + 2 * (int64_t)lay->ranks /* hybrid's map, a surface */ +
+           2 * (int64_t)lay->nodes /* a surface's holes and tiles */ +
            (LAYERS + 1) * (int64_t)lay->net.links /* loads, scratch loads */ +
            LAYERS * hist_len(lay) +
            (int64_t)lay->nodes /* n2r */ + 2 * (int64_t)lay->ranks /* moves */ +
@@ -55,6 +56,9 @@ typedef struct routed {
     int32_t nmoved;
     int32_t *route;        /* [route_max] */
     int32_t free_spares;   /* spare-layout nodes that are free */
+    int32_t *surf_map;     /* [ranks] a surface candidate's map */
+    int32_t *surf_hole;    /* [lines] the failed or unused node's coordinate on each line, -1 */
+    int32_t *surf_tile;    /* [lines] the coordinate a tile's lines skip, -1 */
 } routed;
 
 /* A candidate's score, compared in this order (lower is better). phased is
@@ -283,7 +287,7 @@ static int queue_shift(routed *rt, int32_t start, int d, int s, int32_t steps, i
     for (int32_t k = 0; k < steps; k++) {
         node = slide_step_(rt->lay, node, d, s);
         const int32_t v = rt->n2r[node];
-        if (v == NODE_DEAD)
+        if (v <= NODE_DEAD) /* dead or unused */
             continue;
         if (!add_move(rt, carry, node))
             return 0;
@@ -357,7 +361,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
     int32_t turn = f;
     for (int32_t i = 0; i < c->pre + c->k; i++) {
         turn = slide_step_(lay, turn, i < c->pre ? c->d : c->e, i < c->pre ? c->s : c->sign);
-        if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] == NODE_DEAD))
+        if (turn < 0 || turn == f || (i + 1 == c->pre && rt->n2r[turn] <= NODE_DEAD))
             return 0;
     }
     const int32_t along = rt->n2r[turn] == NODE_FREE ? 0 : steps_to_free(rt, turn, c->d, c->s);
@@ -369,7 +373,7 @@ static int queue_cross(routed *rt, int32_t f, int32_t v, const cross *c)
         const int across = i >= c->pre && i < c->pre + c->k;
         node = slide_step_(lay, node, across ? c->e : c->d, across ? c->sign : c->s);
         const int32_t r = rt->n2r[node];
-        if (r == NODE_DEAD)
+        if (r <= NODE_DEAD)
             continue;
         if (!add_move(rt, carry, node))
             break;
@@ -507,6 +511,134 @@ static void commit_moves(routed *rt)
     clear_moves(rt);
 }
 
+/* ---- surfaces: whole maps with one skipped node per line ----------------------------- */
+
+/* Sides longer than this get rigid surfaces only (a side's cuts are one 64-bit mask). */
+#define SURFACE_SIDE_MAX 64
+/* Sides up to this are cut in every way into pieces of 2 and 3; longer ones evenly. */
+#define SURFACE_SIDE_ALL 16
+/* Failed lines above this are too many to separate pair by pair: rigid surfaces only. */
+#define SURFACE_FORCED_MAX 11
+
+/* A re-embedding (SLIDE_CHOICE_SURFACE): logical dimension d laid along the lines of physical
+ * dimension e, one node of every line skipped, the same one on all lines of a tile. Tiles are
+ * the products of the pieces of the two other dimensions: cut[k] has bit c set where a piece
+ * starts (0: one piece, the whole side). */
+typedef struct surface {
+    int e, d;
+    uint64_t cut[2];
+} surface;
+
+/* Whether logical dimension d can be laid along physical e with one node to skip per line, the
+ * other logical dimensions on the other physical ones in order. */
+static int surface_fits(const slide_layout *lay, int e, int d)
+{
+    int p[2], q[2];
+    other_dims(e, p);
+    other_dims(d, q);
+    return lay->logical[d] == lay->grid.size[e] - 1 && lay->logical[q[0]] == lay->grid.size[p[0]] &&
+           lay->logical[q[1]] == lay->grid.size[p[1]];
+}
+
+/* Piece of coordinate c: the last piece start at or before c (cyclically: the pieces before the
+ * first start belong to the last piece on a torus; on a mesh bit 0 is always a start). */
+static int32_t piece_of(uint64_t cut, int32_t c, int32_t n)
+{
+    if (cut == 0)
+        return 0;
+    for (int32_t k = c; k >= 0; k--)
+        if (cut >> k & 1)
+            return k;
+    for (int32_t k = n - 1; k > c; k--)
+        if (cut >> k & 1)
+            return k;
+    return 0;
+}
+
+/* rt->surf_hole for lines along e (the failed or unused node's coordinate along e, -1); 0 if a
+ * line holds two. */
+static int surface_holes(routed *rt, int e)
+{
+    const slide_layout *lay = rt->lay;
+    int p[2];
+    other_dims(e, p);
+    const int32_t n1 = lay->grid.size[p[1]];
+    for (int32_t i = 0; i < lay->nodes / lay->grid.size[e]; i++)
+        rt->surf_hole[i] = -1;
+    for (int32_t node = 0; node < lay->nodes; node++) {
+        if (rt->n2r[node] > NODE_DEAD)
+            continue;
+        const int32_t line = slide_coord_(lay, node, p[0]) * n1 + slide_coord_(lay, node, p[1]);
+        if (rt->surf_hole[line] >= 0)
+            return 0;
+        rt->surf_hole[line] = slide_coord_(lay, node, e);
+    }
+    return 1;
+}
+
+/* The map of surface sf into out (surface_holes(sf->e) done): every line skips the coordinate of
+ * its tile's failed or unused node, or the last. Cost O(lines x side + ranks). */
+static void surface_map(routed *rt, const surface *sf, int32_t *out)
+{
+    const slide_layout *lay = rt->lay;
+    int p[2], q[2];
+    other_dims(sf->e, p);
+    other_dims(sf->d, q);
+    const int32_t n0 = lay->grid.size[p[0]], n1 = lay->grid.size[p[1]], ne = lay->grid.size[sf->e];
+    int32_t *skip = rt->surf_tile; /* by tile: piece along 0 x n1 + piece along 1 */
+    for (int32_t i = 0; i < n0 * n1; i++)
+        skip[i] = -1;
+    for (int32_t a = 0; a < n0; a++)
+        for (int32_t b = 0; b < n1; b++)
+            if (rt->surf_hole[a * n1 + b] >= 0)
+                skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)] = rt->surf_hole[a * n1 + b];
+    const int32_t *L = lay->logical;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        const int32_t lc[3] = {r / (L[1] * L[2]), r / L[2] % L[1], r % L[2]};
+        const int32_t a = lc[q[0]], b = lc[q[1]], i = lc[sf->d];
+        const int32_t t = skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)];
+        const int32_t h = t >= 0 ? t : ne - 1;
+        out[r] = (i + (i >= h)) * lay->stride[sf->e] + a * lay->stride[p[0]] + b * lay->stride[p[1]];
+    }
+}
+
+/* Ways to cut a side of n lines into pieces of at least 2: every cut into pieces of 2 and 3
+ * (n <= SURFACE_SIDE_ALL), or even cuts every 2 and 3 (longer sides), at every rotation on a
+ * torus; then the whole side (mask 0) last. Writes at most `cap` masks, returns the count. */
+static int side_cuts(int32_t n, int periodic, uint64_t *out, int cap)
+{
+    int count = 0;
+    if (n >= 4 && n <= SURFACE_SIDE_MAX) {
+        /* pieces as a sequence of 2s and 3s summing to n: bit k of `seq` = piece k is a 3 */
+        for (uint32_t seq = 0; seq < (1u << (n / 2)); seq++) {
+            int32_t pos = 0, k = 0;
+            uint64_t mask = 0;
+            while (pos < n) {
+                mask |= 1ull << pos;
+                pos += (seq >> k & 1) ? 3 : 2;
+                k++;
+            }
+            if (pos != n || (seq >> k) != 0)
+                continue; /* does not end on n, or bits beyond the pieces: a duplicate */
+            if (n > SURFACE_SIDE_ALL && seq != 0 && seq != (1u << k) - 1)
+                continue; /* long sides: even cuts only */
+            for (int32_t rot = 0; rot < (periodic ? 3 : 1); rot++) {
+                const uint64_t full = n == 64 ? ~0ull : (1ull << n) - 1;
+                const uint64_t m = rot ? ((mask << rot) | (mask >> (n - rot))) & full : mask;
+                int dup = 0;
+                for (int j = 0; j < count && !dup; j++)
+                    dup = out[j] == m;
+                if (!dup && count < cap - 1)
+                    out[count++] = m;
+            }
+            if (n > SURFACE_SIDE_ALL && seq == 0 && (n / 2) > 20)
+                break;
+        }
+    }
+    out[count++] = 0;
+    return count;
+}
+
 /* ---- the method ---------------------------------------------------------------------- */
 
 /* A candidate: enough to queue its moves again, and its score. */
@@ -515,6 +647,7 @@ typedef struct candidate {
     block blk;             /* BLOCK */
     cross crs;             /* CROSS */
     int32_t node;          /* DIRECT: the free node */
+    surface srf;           /* SURFACE */
     score sc;
 } candidate;
 
@@ -616,6 +749,138 @@ static void local_candidates(routed *rt, pick *p, int32_t f, int32_t v, int32_t 
         try_candidate(rt, p, f, v, handled, &c, ch);
 }
 
+/* The candidate routed would take now, or NULL. */
+static const candidate *chosen(const pick *p)
+{
+    return p->have_in ? &p->in : p->have_out ? &p->out : NULL;
+}
+
+/* Score the whole map m as candidate c (its load first, from nothing; the rest only if it can
+ * compete) and consider it. */
+static void try_whole_map(routed *rt, pick *p, int32_t handled, candidate *c, const int32_t *m,
+                          slide_choice *ch)
+{
+    const candidate *best = chosen(p);
+    int32_t max, overloaded;
+    ch->candidates++;
+    map_loads(rt, m, -1, rt->scratch, &max, &overloaded);
+    if (best != NULL && max > best->sc.load_max)
+        return;
+    whole_map_score(rt, m, &c->sc);
+    c->sc.spares = c->sc.moved = 0;
+    for (int32_t r = 0; r < rt->lay->ranks; r++) {
+        if (m[r] != rt->r2n[r]) {
+            c->sc.spares += spare_change(rt, rt->r2n[r], m[r]);
+            c->sc.moved++;
+        }
+    }
+    consider(p, rt, handled, c);
+}
+
+/* Surface candidates (slide_core.h, SLIDE_ROUTED (e)) while the best load is above 1: per
+ * fitting orientation, the rigid one (one tile) if the failed and unused nodes allow it, and while
+ * the best load is above 2 the tiling (side_cuts() on each side) that keeps apart every two failed
+ * lines skipping different coordinates with the fewest lines in tiles holding a failure; on a 3D
+ * grid's dimensions routed first and last, stripes (one side whole) before any other. */
+static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
+{
+    const slide_layout *lay = rt->lay;
+    const int nd = lay->grid.ndims;
+    enum { CAP = 512 };
+    uint64_t cuts[2][CAP];
+    candidate c;
+    memset(&c, 0, sizeof c);
+    c.kind = SLIDE_CHOICE_SURFACE;
+    for (int e = 0; e < nd; e++)
+        for (int d = 0; d < nd; d++) {
+            const candidate *best = chosen(p);
+            if (!surface_fits(lay, e, d) || (best != NULL && best->sc.load_max <= 1) || !surface_holes(rt, e))
+                continue;
+            int q[2];
+            other_dims(e, q);
+            const int32_t n[2] = {lay->grid.size[q[0]], lay->grid.size[q[1]]};
+            /* the failed lines and the pairs of them that must not share a tile */
+            int32_t fa[SURFACE_FORCED_MAX], fb[SURFACE_FORCED_MAX], nf = 0, first = -1;
+            int rigid = 1;
+            for (int32_t a = 0; a < n[0]; a++)
+                for (int32_t b = 0; b < n[1]; b++) {
+                    const int32_t h = rt->surf_hole[a * n[1] + b];
+                    if (h < 0)
+                        continue;
+                    rigid &= first < 0 || h == first;
+                    first = h;
+                    if (nf < SURFACE_FORCED_MAX) {
+                        fa[nf] = a;
+                        fb[nf] = b;
+                    }
+                    nf++;
+                }
+            if (rigid) {
+                c.srf = (surface){e, d, {0, 0}};
+                surface_map(rt, &c.srf, rt->surf_map);
+                try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
+            }
+            if (rigid || nf > SURFACE_FORCED_MAX || n[0] > SURFACE_SIDE_MAX || n[1] > SURFACE_SIDE_MAX ||
+                chosen(p)->sc.load_max <= 2)
+                continue;
+            uint64_t clash = 0; /* bit i*nf+j: failed lines i < j skip different coordinates */
+            for (int32_t i = 0; i < nf; i++)
+                for (int32_t j = i + 1; j < nf; j++)
+                    if (rt->surf_hole[fa[i] * n[1] + fb[i]] != rt->surf_hole[fa[j] * n[1] + fb[j]])
+                        clash |= 1ull << (i * nf + j);
+            const int nc[2] = {side_cuts(n[0], lay->grid.periodic, cuts[0], CAP),
+                               side_cuts(n[1], lay->grid.periodic, cuts[1], CAP)};
+            uint64_t together[2][CAP]; /* pairs in one piece along each side */
+            for (int k = 0; k < 2; k++)
+                for (int m = 0; m < nc[k]; m++) {
+                    together[k][m] = 0;
+                    for (int32_t i = 0; i < nf; i++)
+                        for (int32_t j = i + 1; j < nf; j++) {
+                            const int32_t *f = k ? fb : fa;
+                            if (piece_of(cuts[k][m], f[i], n[k]) == piece_of(cuts[k][m], f[j], n[k]))
+                                together[k][m] |= 1ull << (i * nf + j);
+                        }
+                }
+            const int stripes_first = nd == 3 && e != rt->net->order[1];
+            int64_t best_cost = -1;
+            for (int m0 = 0; m0 < nc[0]; m0++)
+                for (int m1 = 0; m1 < nc[1]; m1++) {
+                    if ((together[0][m0] & together[1][m1] & clash) != 0 ||
+                        (cuts[0][m0] == 0 && cuts[1][m1] == 0))
+                        continue;
+                    /* lines in tiles that hold a failed line (each such tile once), after
+                     * stripes where they matter */
+                    int64_t cost = stripes_first && cuts[0][m0] != 0 && cuts[1][m1] != 0 ? (int64_t)n[0] * n[1] : 0;
+                    for (int32_t i = 0; i < nf; i++) {
+                        int seen = 0;
+                        for (int32_t j = 0; j < i && !seen; j++)
+                            seen = piece_of(cuts[0][m0], fa[i], n[0]) == piece_of(cuts[0][m0], fa[j], n[0]) &&
+                                   piece_of(cuts[1][m1], fb[i], n[1]) == piece_of(cuts[1][m1], fb[j], n[1]);
+                        if (seen)
+                            continue;
+                        int64_t size = 1;
+                        for (int k = 0; k < 2; k++) {
+                            const uint64_t cut = cuts[k][m0 * (1 - k) + m1 * k];
+                            const int32_t at = piece_of(cut, k ? fb[i] : fa[i], n[k]);
+                            int32_t len = 0;
+                            for (int32_t x = 0; x < n[k]; x++)
+                                len += piece_of(cut, x, n[k]) == at;
+                            size *= len;
+                        }
+                        cost += size;
+                    }
+                    if (best_cost < 0 || cost < best_cost) {
+                        best_cost = cost;
+                        c.srf = (surface){e, d, {cuts[0][m0], cuts[1][m1]}};
+                    }
+                }
+            if (best_cost >= 0) {
+                surface_map(rt, &c.srf, rt->surf_map);
+                try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
+            }
+        }
+}
+
 /* Take the map m whole: node states, spare count and loads from it. */
 static void adopt_map(routed *rt, const int32_t *m)
 {
@@ -623,7 +888,7 @@ static void adopt_map(routed *rt, const int32_t *m)
     memcpy(rt->r2n, m, sizeof *m * (size_t)lay->ranks);
     rt->free_spares = 0;
     for (int32_t node = 0; node < lay->nodes; node++)
-        if (rt->n2r[node] != NODE_DEAD)
+        if (rt->n2r[node] >= NODE_FREE) /* not dead, not unused */
             rt->n2r[node] = NODE_FREE;
     for (int32_t r = 0; r < lay->ranks; r++)
         rt->n2r[m[r]] = r;
@@ -663,15 +928,22 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     rt.moved = p;
     p += lay->ranks;
     rt.route = p;
+    p += lay->net.route_max;
+    rt.surf_map = p;
+    p += lay->ranks;
+    rt.surf_hole = p;
+    p += lay->nodes;
+    rt.surf_tile = p;
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
-        rt.n2r[node] = NODE_FREE;
+        rt.n2r[node] = lay->spares.block > 0 && slide_role_(lay, node) == SLIDE_ROLE_UNUSED ? NODE_UNUSED
+                                                                                          : NODE_FREE;
     for (int32_t r = 0; r < lay->ranks; r++) {
         rt.n2r[r2n[r]] = r;
         rt.newnode[r] = -1;
     }
-    rt.free_spares = lay->nodes - lay->ranks;
+    rt.free_spares = lay->spare_nodes;
     reset_loads(&rt);
 
     for (int32_t i = 0; i < nfailed; i++) {
@@ -693,9 +965,12 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         ch.hybrid_load_max = ch.direct_load_max = -1;
         pick pk;
         memset(&pk, 0, sizeof pk);
-        if (v == NODE_FREE) { /* the node held no rank: the map may stay */
-            candidate none = {SLIDE_CHOICE_NONE, {0, 0, {0, 0}, {0, 0}}, {0, 0, 0, 0, 0, 0}, -1,
-                              {rt.ly[0].max, phased_cost(&rt), rt.ly[0].overloaded, 0, 0}};
+        if (v < 0) { /* the node held no rank: the map may stay */
+            candidate none;
+            memset(&none, 0, sizeof none);
+            none.kind = SLIDE_CHOICE_NONE;
+            none.node = -1;
+            none.sc = (score){rt.ly[0].max, phased_cost(&rt), rt.ly[0].overloaded, 0, 0};
             consider(&pk, &rt, i + 1, &none);
         } else {
             local_candidates(&rt, &pk, f, v, i + 1, &ch);
@@ -716,6 +991,8 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             ch.hybrid_overloaded = h.sc.overloaded;
             consider(&pk, &rt, i + 1, &h);
         }
+        if (v >= 0)
+            try_surfaces(&rt, &pk, i + 1, &ch);
         if (!pk.have_in && !pk.have_out) {
             rt.n2r[f] = v;
             rt.free_spares += v == NODE_FREE && is_spare_node(lay, f);
@@ -726,6 +1003,10 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         const candidate *c = pk.have_in ? &pk.in : &pk.out;
         if (c->kind == SLIDE_CHOICE_HYBRID) {
             adopt_map(&rt, hybrid_map);
+        } else if (c->kind == SLIDE_CHOICE_SURFACE) {
+            surface_holes(&rt, c->srf.e);
+            surface_map(&rt, &c->srf, rt.surf_map);
+            adopt_map(&rt, rt.surf_map);
         } else if (c->kind != SLIDE_CHOICE_NONE) {
             queue_candidate(&rt, f, v, c);
             commit_moves(&rt);
@@ -737,6 +1018,15 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             for (int k = 0; k < 2; k++) {
                 ch.lo[k] = c->blk.lo[k];
                 ch.width[k] = c->blk.w[k];
+            }
+        } else if (c->kind == SLIDE_CHOICE_SURFACE) {
+            ch.dim = c->srf.e;
+            ch.dir = c->srf.d;
+            for (int k = 0; k < 2; k++) { /* pieces per side */
+                int32_t pieces = 0;
+                for (int bit = 0; bit < 64; bit++)
+                    pieces += (int32_t)(c->srf.cut[k] >> bit & 1);
+                ch.width[k] = pieces > 0 ? pieces : 1;
             }
         } else if (c->kind == SLIDE_CHOICE_CROSS) {
             ch.dim = c->crs.d;

@@ -1,6 +1,6 @@
 /* Unit tests of the slide_core library. Usage: test_slide_core GROUP
- * where GROUP is parse, layout, examples, properties, promises, metrics or
- * errors (ctest runs each group as its own test). */
+ * where GROUP is parse, layout, examples, properties, promises, metrics,
+ * metrics_reference, blocks, errors or spare_sets (ctest runs each group as its own test). */
 #include "slide_core.h"
 
 #include <stdio.h>
@@ -142,6 +142,12 @@ static void test_parse(void)
           "y:2,x:1 keeps the written order (primary y)");
     CHECK(slide_spares_parse("none", &s) == SLIDE_OK && s.ndims == 0, "none");
     CHECK(slide_spares_parse("", &s) == SLIDE_OK && s.ndims == 0, "empty");
+    CHECK(slide_spares_parse("z:1/16:1", &s) == SLIDE_OK && s.ndims == 1 && s.dim[0] == 2 && s.block == 16 &&
+              s.per_block == 1,
+          "z:1/16:1");
+    CHECK(slide_spares_parse("x:1,y:1/8:3", &s) == SLIDE_OK && s.ndims == 2 && s.block == 8 && s.per_block == 3,
+          "x:1,y:1/8:3");
+    CHECK(slide_spares_parse("x:1", &s) == SLIDE_OK && s.block == 0 && s.per_block == 0, "whole planes");
     struct { const char *text; int rc; } bad_spares[] = {
         {"x", SLIDE_ESPARES_SYNTAX},         {"x:", SLIDE_ESPARES_SYNTAX},
         {"x:0", SLIDE_ESPARES_COUNT},        {"w:1", SLIDE_ESPARES_SYNTAX},
@@ -149,6 +155,10 @@ static void test_parse(void)
         {"x:1;y:1", SLIDE_ESPARES_SYNTAX},   {"x:1,", SLIDE_ESPARES_SYNTAX},
         {"X:1", SLIDE_ESPARES_SYNTAX},       {"x:99999999999", SLIDE_ESPARES_COUNT},
         {"x:-1", SLIDE_ESPARES_SYNTAX},      {"x1", SLIDE_ESPARES_SYNTAX},
+        {"z:1/16", SLIDE_ESPARES_SYNTAX},    {"z:1/16:", SLIDE_ESPARES_SYNTAX},
+        {"z:1/16:2x", SLIDE_ESPARES_SYNTAX}, {"z:1/0:1", SLIDE_ESPARES_COUNT},
+        {"z:1/16:0", SLIDE_ESPARES_COUNT},   {"z:1/4:5", SLIDE_ESPARES_COUNT},
+        {"/16:1", SLIDE_ESPARES_SYNTAX},     {"z:1,/16:1", SLIDE_ESPARES_SYNTAX},
     };
     for (size_t i = 0; i < sizeof bad_spares / sizeof bad_spares[0]; i++) {
         int rc = slide_spares_parse(bad_spares[i].text, &s);
@@ -165,13 +175,14 @@ static void test_parse(void)
     CHECK(slide_method_parse("foo", &m) == SLIDE_EMETHOD, "unknown method");
     CHECK(slide_method_parse("Simple", &m) == SLIDE_EMETHOD, "method names are exact");
     CHECK(slide_method_name(SLIDE_NMETHODS) == NULL && slide_method_name(-1) == NULL, "name out of range");
-    for (int code = 0; code <= SLIDE_ETOPO_FIT; code++)
+    for (int code = 0; code <= SLIDE_EBLOCK; code++)
         CHECK(slide_strerror(code) != NULL && strlen(slide_strerror(code)) > 5 &&
                   strcmp(slide_strerror(code), "unknown status") != 0,
               "message for %d", code);
     CHECK(strcmp(slide_strerror(999), "unknown status") == 0, "unknown code");
     CHECK(strcmp(slide_status_name(SLIDE_OK), "OK") == 0 && strcmp(slide_status_name(SLIDE_ENOSPARE), "ENOSPARE") == 0 &&
-              strcmp(slide_status_name(SLIDE_ETOPO_FIT), "ETOPO_FIT") == 0 && slide_status_name(SLIDE_ETOPO_FIT + 1) == NULL &&
+              strcmp(slide_status_name(SLIDE_ETOPO_FIT), "ETOPO_FIT") == 0 &&
+              strcmp(slide_status_name(SLIDE_EBLOCK), "EBLOCK") == 0 && slide_status_name(SLIDE_EBLOCK + 1) == NULL &&
               slide_status_name(-1) == NULL,
           "status names");
     for (int i = 0; i < SLIDE_NMETHODS; i++)
@@ -179,7 +190,9 @@ static void test_parse(void)
               "traits of %s", names[i]);
     CHECK(slide_method_one_rank_per_node(SLIDE_NMETHODS) == -1 && slide_method_chooses(-1) == -1, "traits out of range");
     CHECK(strcmp(slide_choice_kind_name(SLIDE_CHOICE_HYBRID), "hybrid") == 0 &&
-              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 && slide_choice_kind_name(5) == NULL,
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_CROSS), "cross") == 0 &&
+              strcmp(slide_choice_kind_name(SLIDE_CHOICE_SURFACE), "surface") == 0 &&
+              slide_choice_kind_name(SLIDE_CHOICE_SURFACE + 1) == NULL,
           "choice kind names");
 }
 
@@ -234,6 +247,22 @@ static void test_layout(void)
     bad.ndims = 4;
     CHECK(slide_layout_init(&out, &bad, &s) == SLIDE_EGRID_DIMS, "4D grid struct");
     CHECK(slide_struct_size(2) == sizeof(slide_layout) && slide_struct_size(9) == 0, "struct sizes");
+
+    /* A spare set: torus 8x8x8, plane z = 7, one spare per block of 16 ids (ids 16k+15; 16k+7 unused). */
+    slide_layout b = make_layout("torus:8x8x8", "z:1/16:1");
+    CHECK(b.ranks == 448 && b.spare_nodes == 32, "z:1/16:1: %d ranks, %d spares", b.ranks, b.spare_nodes);
+    CHECK(slide_node_role(&b, 15) == SLIDE_ROLE_SPARE && slide_node_role(&b, 7) == SLIDE_ROLE_UNUSED &&
+              slide_node_role(&b, 6) == SLIDE_ROLE_RANK && slide_node_role(&b, 512) == -1 &&
+              slide_is_spare(&b, 7) == 0 && slide_is_spare(&b, 31) == 1,
+          "roles of a spare set");
+    CHECK(make_layout("torus:8x8x8", "z:1/16:2").spare_nodes == 64, "two per block: the whole plane");
+    CHECK(make_layout("torus:8x8x8", "z:1").spare_nodes == 64, "whole planes: nodes - ranks");
+    CHECK(strcmp(slide_node_role_name(SLIDE_ROLE_UNUSED), "unused") == 0 && slide_node_role_name(3) == NULL,
+          "role names");
+    slide_spares_parse("x:1/4:1", &s);
+    CHECK(slide_layout_init(&out, &g2, &s) == SLIDE_OK && out.spare_nodes == 1, "4x4 x:1/4:1: node 15");
+    CHECK(slide_layout_set_expect(&out, 2) == SLIDE_EINVAL && slide_layout_set_expect(&out, 1) == SLIDE_OK,
+          "the budget counts the spare set's spares");
 }
 
 /* ---- hand-computed examples ----------------------------------------------- */
@@ -593,6 +622,62 @@ static int has_tie_pair(const slide_layout *lay, const int32_t *map, int periodi
     return tie;
 }
 
+/* Spare sets: no method ever puts a rank on an unused node, a failure on one
+ * changes no fixed rule's map, and the spare methods run out exactly when
+ * fewer alive job nodes than ranks remain. */
+static void test_spare_sets(void)
+{
+    static const char *const grids[][2] = {
+        {"torus:8x8x8", "z:1/16:1"}, {"mesh:6x5", "x:1/5:2"}, {"torus:6x6x4", "x:1,y:1/12:3"},
+    };
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        slide_layout lay = make_layout(grids[gi][0], grids[gi][1]);
+        const int32_t N = lay.nodes, R = lay.ranks;
+        int32_t *init = malloc((size_t)R * sizeof *init), *cur = malloc((size_t)R * sizeof *cur);
+        int32_t *prev = malloc((size_t)R * sizeof *prev), *failed = malloc((size_t)N * sizeof *failed);
+        unsigned char *dead = calloc((size_t)N, 1);
+        slide_initial_map(&lay, init);
+        for (int method = 0; method < SLIDE_NMETHODS; method++) {
+            for (int seed = 0; seed < (method == SLIDE_ROUTED ? 3 : 10); seed++) {
+                rng_state = 4242u * gi + 31u * (unsigned)method + (unsigned)seed;
+                memset(dead, 0, (size_t)N);
+                memcpy(prev, init, (size_t)R * sizeof *prev);
+                int32_t k = 0, job_dead = 0;
+                for (; k < N; k++) {
+                    int32_t f = rng_below(N);
+                    while (dead[f])
+                        f = (f + 1) % N;
+                    failed[k] = f;
+                    dead[f] = 1;
+                    const int unused = slide_node_role(&lay, f) == SLIDE_ROLE_UNUSED;
+                    job_dead += !unused;
+                    char tag[128];
+                    snprintf(tag, sizeof tag, "%s %s %s seed %d k %d", grids[gi][0], grids[gi][1],
+                             slide_method_name(method), seed, k + 1);
+                    int32_t e;
+                    int rc = run_map(&lay, method, failed, k + 1, cur, &e, 0x5a);
+                    if (method != SLIDE_SHRINK && R + lay.spare_nodes - job_dead < R) {
+                        CHECK(rc == SLIDE_ENOSPARE, "%s: rc %d, out of spares expected", tag, rc);
+                        break;
+                    }
+                    if (rc != SLIDE_OK) {
+                        CHECK(allowed_error(method, rc) && rc != SLIDE_ENOSPARE, "%s: rc %d", tag, rc);
+                        break;
+                    }
+                    for (int32_t r = 0; r < R; r++)
+                        CHECK(!dead[cur[r]] && (method == SLIDE_SHRINK ||
+                                                slide_node_role(&lay, cur[r]) != SLIDE_ROLE_UNUSED),
+                              "%s: rank %d on node %d", tag, r, cur[r]);
+                    if (unused && method != SLIDE_ROUTED)
+                        CHECK(same_map(cur, prev, R), "%s: a failure on an unused node moved ranks", tag);
+                    memcpy(prev, cur, (size_t)R * sizeof *prev);
+                }
+            }
+        }
+        free(init), free(cur), free(prev), free(failed), free(dead);
+    }
+}
+
 static void test_promises(void)
 {
     for (size_t gi = 0; gi < NPROP; gi++) {
@@ -900,6 +985,86 @@ static void test_errors(void)
     free(work);
 }
 
+/* ---- ranks per node: blocks ------------------------------------------------- */
+
+static void test_blocks(void)
+{
+    int32_t b[3];
+    CHECK(slide_block_parse("2x2x1", 3, b) == SLIDE_OK && b[0] == 2 && b[1] == 2 && b[2] == 1, "parse 2x2x1");
+    CHECK(slide_block_parse("4x1", 2, b) == SLIDE_OK && b[0] == 4 && b[1] == 1 && b[2] == 1, "parse 2D");
+    const char *bad[] = {"", "2x2", "0x1x1", "2x", "x2x1", "2x2x2x1", "2*2*1", "-1x1x1", "2x2x1 ", "99999999x1x1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        b[0] = 7;
+        CHECK(slide_block_parse(bad[i], 3, b) == SLIDE_EBLOCK && b[0] == 7, "'%s' is refused, nothing written", bad[i]);
+    }
+    CHECK(slide_block_parse("2x2x1", 4, b) == SLIDE_EINVAL && slide_block_parse(NULL, 3, b) == SLIDE_EINVAL,
+          "parse arguments");
+    const struct { int32_t k, ndims, b[3]; } defaults[] = {
+        {1, 3, {1, 1, 1}}, {2, 3, {2, 1, 1}}, {4, 3, {2, 2, 1}}, {6, 3, {3, 2, 1}}, {8, 3, {2, 2, 2}},
+        {12, 3, {3, 2, 2}}, {16, 3, {4, 2, 2}}, {7, 3, {7, 1, 1}}, {4, 2, {2, 2, 1}}, {8, 2, {4, 2, 1}},
+    };
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++) {
+        CHECK(slide_block_default(defaults[i].k, defaults[i].ndims, b) == SLIDE_OK && b[0] == defaults[i].b[0] &&
+                  b[1] == defaults[i].b[1] && b[2] == defaults[i].b[2],
+              "default block of %d in %dD: %dx%dx%d", defaults[i].k, defaults[i].ndims, b[0], b[1], b[2]);
+    }
+    CHECK(slide_block_default(0, 3, b) == SLIDE_EINVAL, "default of 0 ranks");
+
+    /* numbering: a bijection, and the ranks of a block are its node rank's */
+    slide_layout lay = make_layout("torus:3x2x2", "x:1");
+    const int32_t blocks[][3] = {{1, 1, 1}, {2, 1, 1}, {2, 2, 1}, {1, 3, 2}};
+    for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) {
+        const int32_t *bl = blocks[i], K = bl[0] * bl[1] * bl[2];
+        CHECK(slide_block_ranks(&lay, bl) == (int64_t)lay.ranks * K, "rank count");
+        int seen[96] = {0}, ok = 1;
+        for (int32_t n = 0; n < lay.ranks; n++)
+            for (int32_t k = 0; k < K; k++) {
+                int32_t f = slide_block_rank(&lay, bl, n, k), n2, k2;
+                slide_block_locate(&lay, bl, f, &n2, &k2);
+                ok &= f >= 0 && f < lay.ranks * K && !seen[f] && n2 == n && k2 == k;
+                if (f >= 0 && f < 96)
+                    seen[f] = 1;
+            }
+        CHECK(ok, "block %dx%dx%d: numbering is a bijection", bl[0], bl[1], bl[2]);
+    }
+    int32_t unit[3] = {1, 1, 1}, twod[3] = {2, 2, 2};
+    CHECK(slide_block_rank(&lay, unit, 5, 0) == 5, "a unit block's rank is its node rank");
+    slide_layout flat = make_layout("mesh:3x2", "none");
+    CHECK(slide_block_ranks(&flat, twod) == -1, "a 2D grid takes no block along z");
+
+    /* mesh:3x2, blocks of 2x1: the rank grid is 6x2; a link along x carries
+     * one rank's face, a link along y two; three pairs per row stay inside. */
+    int32_t map[6], pairs_b[3] = {2, 1, 1};
+    slide_initial_map(&flat, map);
+    int32_t nodes_of[12];
+    CHECK(slide_block_rank_nodes(&flat, pairs_b, map, nodes_of) == SLIDE_OK && nodes_of[0] == 0 &&
+              nodes_of[1] == 1 && nodes_of[2] == 0 && nodes_of[3] == 1 && nodes_of[4] == 2 && nodes_of[11] == 5,
+          "rank nodes: rank (x, y) on node (x / 2, y)");
+    size_t bytes = slide_block_measure_workspace_bytes(&flat, pairs_b);
+    void *work = malloc(bytes);
+    slide_metrics m;
+    CHECK(slide_block_measure(&flat, pairs_b, map, -1, &m, work, bytes) == SLIDE_OK && m.pairs == 16 &&
+              m.hops_hist[0] == 6 && m.hops_sum == 10 && m.link_load_max == 2 && m.ranks_per_node_max == 2 &&
+              m.ranks_moved == 0,
+          "faces: pairs %lld, inside %lld, hops %lld, load %d, per node %d", (long long)m.pairs,
+          (long long)m.hops_hist[0], (long long)m.hops_sum, m.link_load_max, m.ranks_per_node_max);
+    int32_t moved[6] = {0, 1, 2, 3, 5, 4}; /* the last two node ranks swap nodes: 4 ranks moved */
+    CHECK(slide_block_measure(&flat, pairs_b, moved, -1, &m, work, bytes) == SLIDE_OK && m.ranks_moved == 4,
+          "ranks moved count ranks");
+    CHECK(slide_block_measure(&flat, twod, map, -1, &m, work, bytes) == SLIDE_EBLOCK, "an invalid block");
+    free(work);
+    /* the unit block is slide_measure */
+    slide_metrics a, c;
+    int32_t init[8];
+    slide_initial_map(&lay, init);
+    bytes = slide_measure_workspace_bytes(&lay);
+    work = malloc(bytes);
+    CHECK(slide_measure(&lay, init, -1, &a, work, bytes) == SLIDE_OK &&
+              slide_block_measure(&lay, unit, init, -1, &c, work, bytes) == SLIDE_OK && memcmp(&a, &c, sizeof a) == 0,
+          "unit block = slide_measure");
+    free(work);
+}
+
 int main(int argc, char **argv)
 {
     struct { const char *name; void (*fn)(void); } groups[] = {
@@ -907,6 +1072,8 @@ int main(int argc, char **argv)
         {"examples", test_examples},   {"properties", test_properties},
         {"promises", test_promises},   {"metrics", test_metrics},
         {"errors", test_errors},       {"metrics_reference", test_metrics_reference},
+        {"blocks", test_blocks},
+        {"spare_sets", test_spare_sets},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

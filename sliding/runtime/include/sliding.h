@@ -1,14 +1,38 @@
 /*
  * sliding.h -- spare-node substitution for ULFM stencil applications.
  *
- * One MPI process per node of a Cartesian node grid, spares included: the
- * process with rank n in the communicator given to sliding_create() is node n
- * of the grid (row-major, last dimension fastest, see slide_core.h). Nodes
- * that are not spares run the application's ranks; spares wait inside the
- * library until a failure needs them.
+ * The processes of the communicator given to sliding_create() run on the
+ * nodes of a Cartesian node grid, spares included (row-major, last dimension
+ * fastest, see slide_core.h), the same number K on every node. Nodes that
+ * are not spares run the application's ranks; spares wait inside the library
+ * until a failure needs them. With one process per node (K = 1), the process
+ * with rank n is node n, as before.
+ *
+ * Nodes. sliding_create_info() groups the processes into nodes: by default
+ * the processes that share memory (MPI_COMM_TYPE_SHARED), or those that give
+ * the same node key (info "sliding_node_key": several emulated nodes on one
+ * machine); nodes are ordered by their lowest rank, or placed by a node
+ * coordinate file (info "sliding_node_coords", sliding_nodes.h: a torus's
+ * coordinates come from the job manager, not from the hostfile). Inside a node
+ * the processes are lanes 0..K-1, by rank. Without a node key and coordinate
+ * file, a communicator of exactly one process per node keeps process n on
+ * node n whatever shares memory (sliding_create()'s behaviour).
+ *
+ * Ranks per node. Each node that holds ranks holds a block of the rank grid,
+ * b[0] x b[1] (x b[2]) ranks, K in all (info "sliding_block", default the
+ * most even split of K: 2 -> 2x1x1, 4 -> 2x2x1); the rank grid is the
+ * node grid's logical grid times the block. The substitution core maps
+ * nodes to nodes; the K ranks of a node follow it as a unit, lane k of the
+ * new node taking lane k's rank (slide_core.h, "ranks per node"). A spare
+ * node is K waiting processes, promoted together. A failure of any process of
+ * a node is the failure of the whole node: its surviving processes hold no
+ * rank from then on and wait, like idle spares, until sliding_finalize().
  *
  *     sliding_t *s;
  *     sliding_create(MPI_COMM_WORLD, "torus:3x2x2", "x:1", "hybrid", &s);
+ *     // or, 4 ranks per node as 2x2x1 blocks (48 processes on 12 nodes):
+ *     //   MPI_Info_create(&info); MPI_Info_set(info, SLIDING_INFO_BLOCK, "2x2x1");
+ *     //   sliding_create_info(MPI_COMM_WORLD, "torus:3x2x2", "x:1", "hybrid", info, &s);
  *     sliding_register(s, u, bytes);            // every process, spares too
  *     MPI_Comm cart; int role; int64_t version;
  *     sliding_start(s, &cart, &role, &version); // spares wait here
@@ -38,20 +62,23 @@
  * Recovery (sliding_recover) is collective over all surviving processes,
  * workers and waiting ones: the first worker to call it revokes the library's
  * communicators, which wakes the waiting processes. It shrinks, takes the
- * failed processes as the next batch of the agreed failure list (ascending
- * node ids), computes the new rank-to-node map with the sliding core (the
+ * nodes of the failed processes as the next batch of the agreed failure list
+ * (ascending node ids), computes the new node map with the sliding core (the
  * same map at every survivor, no messages), rebuilds the Cartesian
- * communicator (dims = logical grid, cart rank = logical rank), moves every
+ * communicator (dims = the rank grid, cart rank = logical rank), moves every
  * registered buffer as of the last committed checkpoint to the new owner of
- * its rank -- from the previous owner if alive, else from the buddy copy --
+ * its rank, node to node and lane to lane -- from the previous owner if
+ * alive, else from the buddy copy --
  * re-establishes the buddy copies under the new map, and commits all of it
  * with one agreement. A failure at any point restarts the recovery. After a
  * recovery every worker's registered buffers hold the last committed
  * checkpoint and *version is its version: the application resumes from there.
  *
  * Checkpoints (sliding_checkpoint) keep, in memory, a copy of each rank's
- * registered buffers on its own node and on a buddy node: the node of logical
- * rank (r + R/2) mod R, R = number of ranks. They are two-phase: the new copy
+ * registered buffers on its own node and on a buddy node, never its own: lane
+ * k of the node holding node rank (n + B/2) mod B, for the rank of lane k of
+ * node rank n, B = ranks / K node ranks (with one process per node: logical
+ * rank (r + R/2) mod R). They are two-phase: the new copy
  * becomes the committed one only after an agreement, so a failure during a
  * checkpoint leaves the previous one in force.
  *
@@ -60,8 +87,11 @@
  * by the same processes as described; none of them aborts the job.
  *
  * Fault injection: the runtime stops at the kill points of sliding_names.h
- * (ftslide_killpoint.h); an application marks the start of its iteration I
- * as the point iter=I.
+ * (ftslide_killpoint.h's FTSLIDE_KILL="NODE@POINT,..."), named by node
+ * (sliding_node()); an application marks the start of its iteration I as the
+ * point iter=I with sliding_killpoint(). The first process of a node to reach
+ * a point named for its node SIGKILLs the node's other processes, then itself:
+ * the whole node dies at once, as when it loses power.
  */
 #ifndef SLIDING_H
 #define SLIDING_H
@@ -71,6 +101,7 @@
 #include <stdint.h>
 
 #include "sliding_names.h" /* enum sliding_status, sliding_strerror(), the kill points */
+#include "sliding_nodes.h" /* the node coordinate file */
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,12 +126,40 @@ typedef struct sliding_recovery_times {
     double total;
     int attempts;        /* recoveries started (more than 1: a failure during recovery) */
     int failed_nodes;    /* failed nodes known after it */
+    int64_t moved_bytes; /* checkpointed state sent from one node to another to put ranks on their
+                          * new nodes (every process, from the agreed maps) */
+    int64_t buddy_bytes; /* state sent to re-establish the buddy copies under the new map */
 } sliding_recovery_times;
 
-/* Validate the layout and method against comm (one process per node).
+/* Info keys of sliding_create_info(); every one is optional. */
+#define SLIDING_INFO_BLOCK "sliding_block"             /* "AxB[xC]": the block each node runs */
+#define SLIDING_INFO_NODE_KEY "sliding_node_key"       /* an integer: same key, same node */
+#define SLIDING_INFO_NODE_COORDS "sliding_node_coords" /* a path: the node coordinate file */
+
+/* Validate the layout and method against comm, with one process per node
+ * (process n is node n) or K per node grouped by shared memory:
+ * sliding_create_info(comm, grid, spares, method, MPI_INFO_NULL, out).
  * Collective over comm; does not block beyond that. */
 int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                    sliding_t **out);
+
+/* sliding_create() with options in `info` (MPI_INFO_NULL for none):
+ *   sliding_block        "2x2x1": the block of the rank grid a node runs; its
+ *                        sizes multiply to K (default: the most even split);
+ *   sliding_node_key     an integer per process: processes with the same key
+ *                        form a node (default: the processes that share memory;
+ *                        or, with one process per node and no coordinate file,
+ *                        process n as node n); give it on every process or none;
+ *   sliding_node_coords  the path of a node coordinate file (sliding_nodes.h),
+ *                        read by the process of rank 0; give it on every process
+ *                        or none.
+ * Every process returns the same status: SLIDING_ERR_SIZE (the size is not a
+ * multiple of the grid's nodes), SLIDING_ERR_NODES (nodes with different
+ * process counts), SLIDING_ERR_NODE_COUNT (another number of nodes than the
+ * grid's, e.g. one node for all), SLIDING_ERR_BLOCK, SLIDING_ERR_COORDS,
+ * SLIDING_ERR_INFO, and sliding_create()'s. Collective over comm. */
+int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, const char *method,
+                        MPI_Info info, sliding_t **out);
 
 /* Register a buffer that checkpoints and recoveries carry. Every process,
  * spares included, registers the same sequence of sizes before sliding_start. */
@@ -129,12 +188,22 @@ int sliding_finalize(sliding_t *s);
 void sliding_free(sliding_t *s);
 
 /* Introspection for applications and tests. */
-int sliding_rank(const sliding_t *s);             /* logical rank, -1 if none */
-int sliding_node(const sliding_t *s);             /* this process's node id */
-int sliding_ranks(const sliding_t *s);            /* logical ranks R */
-const int32_t *sliding_map(const sliding_t *s);   /* rank -> node, R entries */
-int sliding_failed(const sliding_t *s, const int32_t **nodes); /* agreed failed list */
+int sliding_rank(const sliding_t *s);             /* logical rank (Cartesian rank), -1 if none */
+int sliding_node(const sliding_t *s);             /* this process's node: its grid node id */
+int sliding_lane(const sliding_t *s);             /* its index among its node's processes, 0..K-1 */
+int sliding_ranks(const sliding_t *s);            /* logical ranks R (the rank grid) */
+int sliding_ranks_per_node(const sliding_t *s);   /* K */
+void sliding_block(const sliding_t *s, int block[3]); /* the block a node runs; block[2] = 1 in 2D */
+const int32_t *sliding_map(const sliding_t *s);   /* node rank -> node, R / K entries (the core's map;
+                                                   * rank -> node with one process per node) */
+int sliding_failed(const sliding_t *s, const int32_t **nodes); /* agreed failed nodes, in order */
 void sliding_last_recovery(const sliding_t *s, sliding_recovery_times *out);
+
+/* Fault injection: if FTSLIDE_KILL names this process's node at `point`
+ * ("iter=12"), SIGKILL the node's other processes and this one (with
+ * FTSLIDE_KILL_NODE=1, the node's daemon first: ftslide_killpoint.h). Costs a
+ * test of a static variable when FTSLIDE_KILL is unset. */
+void sliding_killpoint(const sliding_t *s, const char *point);
 
 #ifdef __cplusplus
 }

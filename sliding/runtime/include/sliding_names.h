@@ -25,10 +25,18 @@ enum sliding_status {
     SLIDING_ERR_STATE,       /* call out of order (e.g. register after start) */
     SLIDING_ERR_MPI,         /* an MPI call failed for a reason other than a failure */
     SLIDING_ERR_NOMEM,
+    /* sliding_create_info: the nodes of the job (sliding.h, "Nodes") */
+    SLIDING_ERR_NODES,       /* nodes hold different numbers of processes */
+    SLIDING_ERR_NODE_COUNT,  /* the processes form another number of nodes than the grid has */
+    SLIDING_ERR_BLOCK,       /* the block is not AxB[xC] for the grid or does not hold K ranks */
+    SLIDING_ERR_COORDS,      /* the node coordinate file misses a node, names one twice, or is malformed */
+    SLIDING_ERR_INFO,        /* an info value is malformed or differs between processes where it must not */
 };
 
 /* Kill points, in the order a run meets them. A process dies at point P when
- * FTSLIDE_KILL names "NODE@P" for its node (= world rank). */
+ * FTSLIDE_KILL names "NODE@P" for its node (sliding_node(): the world rank
+ * with one process per node); the other processes of the node die with it
+ * (sliding.h, "Fault injection"). */
 enum sliding_point {
     SLIDING_POINT_ITER,             /* the application's: the start of iteration I, written iter=I */
     SLIDING_POINT_CHECKPOINT,       /* in sliding_checkpoint, copies exchanged, not committed */

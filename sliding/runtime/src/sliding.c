@@ -2,7 +2,8 @@
  * sliding.c -- the recovery runtime of sliding.h on ULFM.
  *
  * Communicators owned by the library:
- *   world  a dup of the creation communicator: node id = rank in it;
+ *   world  a dup of the creation communicator; procs[] names the process of
+ *          every (node, lane), node_of[] the node of every process;
  *   alive  the surviving processes (workers and waiting ones), shrunk at each
  *          recovery; waiting processes block in a receive on it, so a revoke
  *          of it wakes them;
@@ -11,8 +12,11 @@
 #include "sliding.h"
 
 #include <mpi-ext.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftslide_killpoint.h"
 #include "slide_core.h"
@@ -32,12 +36,18 @@ struct sliding {
     MPI_Comm world, alive, cart;
     MPI_Group world_group;
     slide_layout layout;
+    int32_t block[SLIDE_MAX_DIMS]; /* the ranks of a node rank (slide_core.h, ranks per node) */
+    int k;                    /* processes per node */
     int method;
-    int node;
-    int32_t *map, *new_map;   /* rank -> node */
+    int node, lane;           /* this process's node and index in it */
+    int *procs;               /* [nodes * k]: world rank of lane l of node n at n * k + l */
+    int *pids;                /* [k]: process ids of this node's lanes (fault injection) */
+    int32_t *node_of;         /* [world size]: node of each process */
+    int32_t *map, *new_map;   /* node rank -> node */
     int32_t *failed;          /* agreed failed nodes, in order */
     int nfailed;
     unsigned char *dead;      /* per node */
+    unsigned char *batch;     /* per node: scratch of append_failed_batch */
     void *work;
     size_t work_bytes;
     int nbufs;
@@ -52,12 +62,13 @@ struct sliding {
     sliding_recovery_times last;
 };
 
-/* Dies here if fault injection names this node and point (FTSLIDE_KILL). */
+/* Dies here, with its whole node, if fault injection names this node and point (FTSLIDE_KILL). */
 static void killpoint(const sliding_t *s, enum sliding_point point)
 {
-    ftslide_killpoint(s->node, sliding_point_name(point));
+    sliding_killpoint(s, sliding_point_name(point));
 }
 
+/* Node rank held by a node, -1 if none. */
 static int rank_of_node(const sliding_t *s, int node)
 {
     for (int32_t r = 0; r < s->layout.ranks; r++) {
@@ -68,24 +79,244 @@ static int rank_of_node(const sliding_t *s, int node)
     return -1;
 }
 
-static int buddy_of(const sliding_t *s, int rank)
+/* The node rank whose buddy copies a node rank's node holds, and back. */
+static int buddy_of(const sliding_t *s, int node_rank)
 {
-    return (rank + s->layout.ranks / 2) % s->layout.ranks;
+    return (node_rank + s->layout.ranks / 2) % s->layout.ranks;
 }
 
-/* Rank in s->alive of world rank 'node' (MPI_UNDEFINED if gone). */
-static int alive_rank(const sliding_t *s, int node)
+/* Logical rank (Cartesian rank) of this process's lane in a node rank. */
+static int lane_rank(const sliding_t *s, int node_rank)
+{
+    return slide_block_rank(&s->layout, s->block, node_rank, s->lane);
+}
+
+/* Rank in s->alive of this process's lane on 'node' (MPI_UNDEFINED if gone). */
+static int alive_rank(const sliding_t *s, int node, int lane)
 {
     MPI_Group group;
-    int out;
+    int out, world_rank = s->procs[node * s->k + lane];
     MPI_Comm_group(s->alive, &group);
-    MPI_Group_translate_ranks(s->world_group, 1, &node, group, &out);
+    MPI_Group_translate_ranks(s->world_group, 1, &world_rank, group, &out);
     MPI_Group_free(&group);
     return out;
 }
 
+/* The options of sliding_create_info() as this process got them. */
+typedef struct options {
+    char block[64];           /* "" if not given */
+    int has_key;
+    long long key;
+    char coords[4096];        /* "" if not given */
+} options_t;
+
+/* Read the info keys; SLIDING_ERR_INFO for a malformed value. */
+static int read_options(MPI_Info info, options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (info == MPI_INFO_NULL) {
+        return SLIDING_OK;
+    }
+    int flag;
+    char value[4096];
+    MPI_Info_get(info, SLIDING_INFO_BLOCK, (int)sizeof o->block - 1, o->block, &flag);
+    if (!flag) {
+        o->block[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_NODE_COORDS, (int)sizeof o->coords - 1, o->coords, &flag);
+    if (!flag) {
+        o->coords[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_NODE_KEY, (int)sizeof value - 1, value, &flag);
+    if (flag) {
+        char *end;
+        o->key = strtoll(value, &end, 10);
+        if (end == value || *end != '\0') {
+            return SLIDING_ERR_INFO;
+        }
+        o->has_key = 1;
+    }
+    return SLIDING_OK;
+}
+
+/* The block of k ranks per node: given or the core's default. */
+static int choose_block(const slide_layout *layout, const char *text, int k, int32_t block[SLIDE_MAX_DIMS])
+{
+    if (text[0] == '\0') {
+        return slide_block_default(k, layout->grid.ndims, block) == SLIDE_OK ? SLIDING_OK : SLIDING_ERR_BLOCK;
+    }
+    if (slide_block_parse(text, layout->grid.ndims, block) != SLIDE_OK ||
+        block[0] * block[1] * block[2] != k || slide_block_ranks(layout, block) < 0) {
+        return SLIDING_ERR_BLOCK;
+    }
+    return SLIDING_OK;
+}
+
+typedef struct keyed {
+    long long key;
+    int rank;
+} keyed_t;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return x->rank - y->rank;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    return ((const keyed_t *)a)->rank - ((const keyed_t *)b)->rank;
+}
+
+/* Group the processes by their keys[] into nodes ordered by lowest rank:
+ * job_node[p] (0..groups-1) and lane[p]; the count of nodes in *groups.
+ * SLIDING_ERR_NODES if they differ in size. */
+static int group_nodes(const long long *keys, int size, int *job_node, int *lane, int *groups,
+                       long long *group_key)
+{
+    keyed_t *sorted = malloc(sizeof *sorted * (size_t)size), *first = malloc(sizeof *first * (size_t)size);
+    if (!sorted || !first) {
+        free(sorted);
+        free(first);
+        return SLIDING_ERR_NOMEM;
+    }
+    for (int p = 0; p < size; p++) {
+        sorted[p] = (keyed_t){keys[p], p};
+    }
+    qsort(sorted, (size_t)size, sizeof *sorted, by_key);
+    int n = 0; /* runs of one key: their first (lowest) rank */
+    for (int i = 0; i < size; i++) {
+        if (i == 0 || sorted[i].key != sorted[i - 1].key) {
+            first[n++] = sorted[i];
+        }
+    }
+    qsort(first, (size_t)n, sizeof *first, by_rank); /* nodes in order of their lowest rank */
+    int status = SLIDING_OK, members = size / n;
+    for (int g = 0; g < n; g++) {
+        group_key[g] = first[g].key;
+        int count = 0;
+        const keyed_t probe = {first[g].key, first[g].rank};
+        const keyed_t *at = bsearch(&probe, sorted, (size_t)size, sizeof *sorted, by_key);
+        for (const keyed_t *q = at; q < sorted + size && q->key == first[g].key; q++) {
+            job_node[q->rank] = g;
+            lane[q->rank] = count++;
+        }
+        if (count != members || size % n != 0) {
+            status = SLIDING_ERR_NODES;
+        }
+    }
+    *groups = n;
+    free(sorted);
+    free(first);
+    return status;
+}
+
+/* The node names a coordinate file uses: the decimal key, or the host name
+ * of the node's lowest rank (every process sends its own). */
+static int node_names(MPI_Comm comm, int size, int by_key_option, const long long *group_key, int groups,
+                      char ***out)
+{
+    char *all = by_key_option ? NULL : malloc((size_t)size * MPI_MAX_PROCESSOR_NAME);
+    char **names = calloc((size_t)groups, sizeof *names), mine[MPI_MAX_PROCESSOR_NAME] = "";
+    int length = 0, status = names && (by_key_option || all) ? SLIDING_OK : SLIDING_ERR_NOMEM;
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
+    if (status == SLIDING_OK && !by_key_option) {
+        MPI_Get_processor_name(mine, &length);
+        MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+    }
+    for (int g = 0; status == SLIDING_OK && g < groups; g++) {
+        names[g] = malloc(MPI_MAX_PROCESSOR_NAME + 24);
+        if (!names[g]) {
+            status = SLIDING_ERR_NOMEM;
+        } else if (by_key_option) {
+            snprintf(names[g], MPI_MAX_PROCESSOR_NAME + 24, "%lld", group_key[g]);
+        } else { /* group_key is the node's lowest rank */
+            snprintf(names[g], MPI_MAX_PROCESSOR_NAME + 24, "%.*s", MPI_MAX_PROCESSOR_NAME - 1,
+                     all + (size_t)group_key[g] * MPI_MAX_PROCESSOR_NAME);
+        }
+    }
+    free(all);
+    *out = names;
+    return status;
+}
+
+/* Whether the FTSLIDE_KILL list `spec` names node@point (the grammar of
+ * ftslide_killpoint.h: comma-separated NODE@POINT entries). */
+static int kill_named(const char *spec, int node, const char *point)
+{
+    char wanted[256];
+    int n = snprintf(wanted, sizeof wanted, "%d@%s", node, point);
+    if (n < 0 || (size_t)n >= sizeof wanted) {
+        return 0;
+    }
+    for (const char *entry = spec; *entry != '\0';) {
+        const char *comma = strchr(entry, ',');
+        size_t len = comma ? (size_t)(comma - entry) : strlen(entry);
+        if (len == (size_t)n && strncmp(entry, wanted, len) == 0) {
+            return 1;
+        }
+        entry = comma ? comma + 1 : entry + len;
+    }
+    return 0;
+}
+
+/* The "killed at" line of ftslide_killpoint.h (which the Python driver and
+ * the test harness read), on stderr and appended to FTSLIDE_KILL_LOG. */
+static void announce_kill(int node, const char *point)
+{
+    char line[300];
+    int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", node, point);
+    if (m <= 0 || (size_t)m >= sizeof line) {
+        return;
+    }
+    fputs(line, stderr);
+    fflush(NULL);
+    const char *log = getenv("FTSLIDE_KILL_LOG");
+    if (log != NULL && *log != '\0') {
+        FILE *f = fopen(log, "a");
+        if (f != NULL) {
+            fputs(line, f);
+            fclose(f);
+        }
+    }
+}
+
+void sliding_killpoint(const sliding_t *s, const char *point)
+{
+    const char *spec = ftslide_killspec();
+    if (spec == NULL || s == NULL || point == NULL) {
+        return;
+    }
+    if (s->k == 1 || !kill_named(spec, s->node, point)) {
+        ftslide_killpoint(s->node, point);
+        return;
+    }
+    /* Announce first: two processes of the node can reach the point at once
+     * and kill each other before either would get to a line of its own. */
+    announce_kill(s->node, point);
+    for (int l = 0; l < s->k; l++) { /* the node's other processes, then this one */
+        if (l != s->lane) {
+            kill((pid_t)s->pids[l], SIGKILL);
+        }
+    }
+    const char *whole = getenv("FTSLIDE_KILL_NODE"); /* as ftslide_killpoint: the node's daemon too */
+    if (whole != NULL && strcmp(whole, "1") == 0) {
+        kill(getppid(), SIGKILL);
+    }
+    kill(getpid(), SIGKILL);
+}
+
 int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                    sliding_t **out)
+{
+    return sliding_create_info(comm, grid, spares, method, MPI_INFO_NULL, out);
+}
+
+int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, const char *method,
+                        MPI_Info info, sliding_t **out)
 {
     if (!grid || !spares || !method || !out) {
         return SLIDING_ERR_ARG;
@@ -94,44 +325,137 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
     slide_spares sp;
     slide_method m;
     slide_layout layout;
+    int size, me, status = SLIDING_OK;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_rank(comm, &me);
+    options_t opt = {0};
+    int32_t block[SLIDE_MAX_DIMS] = {1, 1, 1};
     if (slide_grid_parse(grid, &g) || slide_spares_parse(spares, &sp) ||
         slide_method_parse(method, &m) || slide_method_one_rank_per_node(m) != 1 ||
         slide_layout_init(&layout, &g, &sp)) {
-        return SLIDING_ERR_ARG;
+        status = SLIDING_ERR_ARG;
+    } else if (size % layout.nodes != 0) {
+        status = SLIDING_ERR_SIZE;
+    } else if ((status = read_options(info, &opt)) == SLIDING_OK) {
+        status = choose_block(&layout, opt.block, size / layout.nodes, block);
     }
-    int size;
-    MPI_Comm_size(comm, &size);
-    if (size != layout.nodes) {
-        return SLIDING_ERR_SIZE;
+    /* The same status everywhere, and the same choice of options: a key or
+     * coordinate file given by some processes only is an error. */
+    int flags[5] = {status, status == SLIDING_OK && opt.has_key, status == SLIDING_OK && opt.coords[0],
+                    -(status == SLIDING_OK && opt.has_key), -(status == SLIDING_OK && opt.coords[0] != '\0')};
+    MPI_Allreduce(MPI_IN_PLACE, flags, 5, MPI_INT, MPI_MAX, comm);
+    if (flags[0] != SLIDING_OK) {
+        return flags[0];
     }
-    sliding_t *s = calloc(1, sizeof *s);
-    if (!s) {
-        return SLIDING_ERR_NOMEM;
+    if (flags[1] != -flags[3] || flags[2] != -flags[4]) {
+        return SLIDING_ERR_INFO;
     }
-    s->layout = layout;
-    s->method = m;
-    s->version = -1;
-    s->cart = MPI_COMM_NULL;
-    s->own.rank = s->buddy.rank = s->own_pending.rank = s->buddy_pending.rank = -1;
-    s->work_bytes = slide_map_workspace_bytes(&layout);
-    s->map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
-    s->new_map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
-    s->failed = malloc(sizeof(int32_t) * (size_t)layout.nodes);
-    s->dead = calloc((size_t)layout.nodes, 1);
-    s->work = malloc(s->work_bytes);
-    if (!s->map || !s->new_map || !s->failed || !s->dead || !s->work) {
+    const int k = size / layout.nodes, use_key = opt.has_key, use_coords = opt.coords[0] != '\0';
+
+    /* The node of every process: by key, one per process, or by shared memory. */
+    long long mine = opt.key, *keys = malloc(sizeof *keys * (size_t)size);
+    int *job_node = malloc(sizeof(int) * (size_t)size), *lane = malloc(sizeof(int) * (size_t)size);
+    int *pids = malloc(sizeof(int) * (size_t)size), pid = (int)getpid();
+    long long *group_key = malloc(sizeof *group_key * (size_t)size);
+    int32_t *grid_node = malloc(sizeof *grid_node * (size_t)size);
+    if (!use_key && k == 1 && !use_coords) {
+        mine = me;
+    } else if (!use_key) {
+        MPI_Comm local;
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &local);
+        int lowest = me;
+        MPI_Allreduce(&me, &lowest, 1, MPI_INT, MPI_MIN, local);
+        MPI_Comm_free(&local);
+        mine = lowest;
+    }
+    status = keys && job_node && lane && pids && group_key && grid_node ? SLIDING_OK : SLIDING_ERR_NOMEM;
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
+    int groups = 0;
+    if (status == SLIDING_OK) {
+        MPI_Allgather(&mine, 1, MPI_LONG_LONG, keys, 1, MPI_LONG_LONG, comm);
+        MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, comm);
+        status = group_nodes(keys, size, job_node, lane, &groups, group_key);
+        if (status == SLIDING_OK && groups != layout.nodes) {
+            status = SLIDING_ERR_NODE_COUNT;
+        }
+    }
+    /* Where each node sits in the grid: the job's order, or the coordinate file's. */
+    for (int j = 0; status == SLIDING_OK && j < groups; j++) {
+        grid_node[j] = j;
+    }
+    if (status == SLIDING_OK && use_coords) {
+        char **names = NULL;
+        status = node_names(comm, size, use_key, group_key, groups, &names);
+        int32_t where = 0;
+        if (status == SLIDING_OK && me == 0) {
+            status = sliding_nodes_read(opt.coords, layout.grid.ndims, layout.grid.size, groups,
+                                        (const char *const *)names, grid_node, &where);
+        }
+        for (int j = 0; names && j < groups; j++) {
+            free(names[j]);
+        }
+        free(names);
+        MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
+        if (status == SLIDING_OK) {
+            MPI_Bcast(grid_node, groups, MPI_INT32_T, 0, comm);
+        }
+    }
+    sliding_t *s = status == SLIDING_OK ? calloc(1, sizeof *s) : NULL;
+    if (status == SLIDING_OK && !s) {
+        status = SLIDING_ERR_NOMEM;
+    }
+    if (s) {
+        s->layout = layout;
+        memcpy(s->block, block, sizeof s->block);
+        s->k = k;
+        s->method = m;
+        s->version = -1;
+        s->cart = MPI_COMM_NULL;
+        s->own.rank = s->buddy.rank = s->own_pending.rank = s->buddy_pending.rank = -1;
+        s->work_bytes = slide_map_workspace_bytes(&layout);
+        s->procs = malloc(sizeof(int) * (size_t)size);
+        s->node_of = malloc(sizeof(int32_t) * (size_t)size);
+        s->pids = malloc(sizeof(int) * (size_t)k);
+        s->map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
+        s->new_map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
+        s->failed = malloc(sizeof(int32_t) * (size_t)layout.nodes);
+        s->dead = calloc((size_t)layout.nodes, 1);
+        s->batch = calloc((size_t)layout.nodes, 1);
+        s->work = malloc(s->work_bytes);
+        if (!s->procs || !s->node_of || !s->pids || !s->map || !s->new_map || !s->failed || !s->dead || !s->batch ||
+            !s->work) {
+            status = SLIDING_ERR_NOMEM;
+        } else {
+            for (int p = 0; p < size; p++) {
+                int node = grid_node[job_node[p]];
+                s->procs[node * k + lane[p]] = p;
+                s->node_of[p] = node;
+            }
+            s->node = grid_node[job_node[me]];
+            s->lane = lane[me];
+            for (int l = 0; l < k; l++) {
+                s->pids[l] = pids[s->procs[s->node * k + l]];
+            }
+            slide_initial_map(&layout, s->map);
+        }
+    }
+    free(keys);
+    free(job_node);
+    free(lane);
+    free(pids);
+    free(group_key);
+    free(grid_node);
+    if (status == SLIDING_OK && (MPI_Comm_dup(comm, &s->world) != MPI_SUCCESS ||
+                                 MPI_Comm_dup(comm, &s->alive) != MPI_SUCCESS)) {
+        status = SLIDING_ERR_MPI;
+    }
+    if (status != SLIDING_OK) {
         sliding_free(s);
-        return SLIDING_ERR_NOMEM;
-    }
-    slide_initial_map(&layout, s->map);
-    if (MPI_Comm_dup(comm, &s->world) != MPI_SUCCESS || MPI_Comm_dup(comm, &s->alive) != MPI_SUCCESS) {
-        sliding_free(s);
-        return SLIDING_ERR_MPI;
+        return status;
     }
     MPI_Comm_set_errhandler(s->world, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(s->alive, MPI_ERRORS_RETURN);
     MPI_Comm_group(s->world, &s->world_group);
-    MPI_Comm_rank(s->world, &s->node);
     *out = s;
     return SLIDING_OK;
 }
@@ -191,7 +515,7 @@ static void commit_pending(sliding_t *s)
 /* Split s->alive into the workers' Cartesian communicator, in logical rank order. */
 static int build_cart(sliding_t *s)
 {
-    int rank = rank_of_node(s, s->node);
+    int node_rank = rank_of_node(s, s->node), rank = node_rank >= 0 ? lane_rank(s, node_rank) : -1;
     MPI_Comm split;
     s->cart_closed = 0;
     int rc = MPI_Comm_split(s->alive, rank >= 0 ? 0 : MPI_UNDEFINED, rank, &split);
@@ -204,7 +528,7 @@ static int build_cart(sliding_t *s)
     }
     int ndims = s->layout.grid.ndims, dims[SLIDE_MAX_DIMS], periods[SLIDE_MAX_DIMS];
     for (int d = 0; d < ndims; d++) {
-        dims[d] = s->layout.logical[d];
+        dims[d] = s->layout.logical[d] * s->block[d];
         periods[d] = s->layout.grid.periodic;
     }
     rc = MPI_Cart_create(split, ndims, dims, periods, 0, &s->cart);
@@ -216,27 +540,29 @@ static int build_cart(sliding_t *s)
 }
 
 /* Pack this worker's buffers as pending copy 'version' and swap copies with the
- * buddy partners on s->cart. Collective over the workers. */
+ * buddy partners on s->cart: the same lane of the node ranks half the node
+ * ranks away, which are on other nodes. Collective over the workers. */
 static int exchange_checkpoint(sliding_t *s, int64_t version)
 {
-    int rank = rank_of_node(s, s->node), ranks = s->layout.ranks, half = ranks / 2;
-    s->own_pending.rank = rank;
+    int node_rank = rank_of_node(s, s->node), ranks = s->layout.ranks, half = ranks / 2;
+    s->own_pending.rank = lane_rank(s, node_rank);
     s->own_pending.version = version;
     pack(s, s->own_pending.data);
-    s->buddy_pending.rank = (rank - half + ranks) % ranks;
+    s->buddy_pending.rank = lane_rank(s, (node_rank - half + ranks) % ranks);
     s->buddy_pending.version = version;
     if (half == 0) {
         memcpy(s->buddy_pending.data, s->own_pending.data, s->total_bytes);
         return MPI_SUCCESS;
     }
-    /* Cart rank = logical rank: send mine to rank + half, receive rank - half's. */
-    return MPI_Sendrecv(s->own_pending.data, (int)s->total_bytes, MPI_BYTE, (rank + half) % ranks,
+    /* Cart rank = logical rank: send mine to node rank + half's, receive node rank - half's. */
+    return MPI_Sendrecv(s->own_pending.data, (int)s->total_bytes, MPI_BYTE, lane_rank(s, buddy_of(s, node_rank)),
                         TAG_STATE, s->buddy_pending.data, (int)s->total_bytes, MPI_BYTE,
                         s->buddy_pending.rank, TAG_STATE, s->cart, MPI_STATUS_IGNORE);
 }
 
-/* Where rank r's committed checkpoint can be read: node and whether it is the
- * buddy copy; -1 if both holders are dead. */
+/* Where node rank r's committed checkpoints can be read (each lane's from
+ * the same lane): node and whether it is the buddy copy; -1 if both holders
+ * are dead. */
 static int state_source(const sliding_t *s, const int32_t *old_map, int r, int *from_buddy)
 {
     if (!s->dead[old_map[r]]) {
@@ -248,7 +574,8 @@ static int state_source(const sliding_t *s, const int32_t *old_map, int r, int *
     return s->dead[holder] ? -1 : holder;
 }
 
-/* Move every rank's committed checkpoint to its new node. */
+/* Move every rank's committed checkpoint to its new node: node rank by node
+ * rank, each lane of the old node to the same lane of the new one. */
 static int move_state(sliding_t *s, const int32_t *old_map)
 {
     int ranks = s->layout.ranks, count = (int)s->total_bytes, nreq = 0, rc = MPI_SUCCESS;
@@ -260,10 +587,12 @@ static int move_state(sliding_t *s, const int32_t *old_map)
         if (src == s->node && dst == s->node) {
             unpack(s, copy->data);
         } else if (src == s->node) {
-            rc = MPI_Isend(copy->data, count, MPI_BYTE, alive_rank(s, dst), TAG_STATE, s->alive, &reqs[nreq]);
+            rc = MPI_Isend(copy->data, count, MPI_BYTE, alive_rank(s, dst, s->lane), TAG_STATE, s->alive,
+                           &reqs[nreq]);
             nreq += rc == MPI_SUCCESS;
         } else if (dst == s->node) {
-            rc = MPI_Irecv(s->scratch, count, MPI_BYTE, alive_rank(s, src), TAG_STATE, s->alive, &reqs[nreq]);
+            rc = MPI_Irecv(s->scratch, count, MPI_BYTE, alive_rank(s, src, s->lane), TAG_STATE, s->alive,
+                           &reqs[nreq]);
             nreq += rc == MPI_SUCCESS;
             received = rc == MPI_SUCCESS;
         }
@@ -278,8 +607,23 @@ static int move_state(sliding_t *s, const int32_t *old_map)
     return rc != MPI_SUCCESS ? rc : wait_rc;
 }
 
-/* The next batch of failures: members of s->alive missing from 'shrunk', as
- * node ids in ascending order (the order the sliding core expects). */
+/* Bytes of state a recovery sends between processes, from the agreed maps
+ * (the same at every survivor): moves to new nodes, and the new buddy copies. */
+static void count_state_bytes(const sliding_t *s, const int32_t *old_map, sliding_recovery_times *t)
+{
+    int64_t per_node_rank = (int64_t)s->k * (int64_t)s->total_bytes;
+    t->moved_bytes = 0;
+    for (int r = 0; r < s->layout.ranks; r++) {
+        int from_buddy;
+        t->moved_bytes += state_source(s, old_map, r, &from_buddy) != s->map[r] ? per_node_rank : 0;
+    }
+    t->buddy_bytes = s->layout.ranks / 2 > 0 ? per_node_rank * s->layout.ranks : 0;
+}
+
+/* The next batch of failures: the nodes of the members of s->alive missing
+ * from 'shrunk' that were not dead yet, in ascending node order (the order
+ * the sliding core expects). A node is dead as soon as one of its processes
+ * is: its other processes keep no rank. */
 static void append_failed_batch(sliding_t *s, MPI_Comm shrunk)
 {
     MPI_Group before, after;
@@ -287,12 +631,18 @@ static void append_failed_batch(sliding_t *s, MPI_Comm shrunk)
     MPI_Comm_group(shrunk, &after);
     int n;
     MPI_Group_size(before, &n);
+    memset(s->batch, 0, (size_t)s->layout.nodes);
     for (int i = 0; i < n; i++) {
-        int in_after, node;
+        int in_after, world_rank;
         MPI_Group_translate_ranks(before, 1, &i, after, &in_after);
         if (in_after == MPI_UNDEFINED) {
-            MPI_Group_translate_ranks(before, 1, &i, s->world_group, &node);
-            s->failed[s->nfailed++] = node; /* i ascends, and so do node ids */
+            MPI_Group_translate_ranks(before, 1, &i, s->world_group, &world_rank);
+            s->batch[s->node_of[world_rank]] = 1;
+        }
+    }
+    for (int node = 0; node < s->layout.nodes; node++) {
+        if (s->batch[node] && !s->dead[node]) {
+            s->failed[s->nfailed++] = node;
             s->dead[node] = 1;
         }
     }
@@ -419,6 +769,7 @@ static int recover_all(sliding_t *s)
         if (rc == MPI_SUCCESS && ok) {
             if (version >= 0) {
                 commit_pending(s);
+                count_state_bytes(s, old_map, &t);
             }
             status = SLIDING_OK;
             break;
@@ -563,7 +914,8 @@ int sliding_finalize(sliding_t *s)
     if (cart_rank != 0) {
         return SLIDING_OK;
     }
-    /* Release every living process that holds no rank. Best effort: a process
+    /* Release every living process that holds no rank: spares, idle nodes,
+     * and the surviving processes of a failed node. Best effort: a process
      * that died meanwhile is skipped by MPI_Finalize's own failure drain. */
     unsigned char *has_rank = calloc((size_t)s->layout.nodes, 1);
     if (!has_rank) {
@@ -574,8 +926,8 @@ int sliding_finalize(sliding_t *s)
     }
     char token = 1;
     for (int node = 0; node < s->layout.nodes; node++) {
-        if (!s->dead[node] && !has_rank[node]) {
-            int peer = alive_rank(s, node);
+        for (int lane = 0; lane < s->k && !has_rank[node]; lane++) {
+            int peer = alive_rank(s, node, lane);
             if (peer != MPI_UNDEFINED) {
                 MPI_Send(&token, 1, MPI_CHAR, peer, TAG_RELEASE, s->alive);
             }
@@ -611,13 +963,18 @@ void sliding_free(sliding_t *s)
     free(s->new_map);
     free(s->failed);
     free(s->dead);
+    free(s->batch);
+    free(s->procs);
+    free(s->node_of);
+    free(s->pids);
     free(s->work);
     free(s);
 }
 
 int sliding_rank(const sliding_t *s)
 {
-    return rank_of_node(s, s->node);
+    int node_rank = rank_of_node(s, s->node);
+    return node_rank >= 0 ? lane_rank(s, node_rank) : -1;
 }
 
 int sliding_node(const sliding_t *s)
@@ -625,9 +982,26 @@ int sliding_node(const sliding_t *s)
     return s->node;
 }
 
+int sliding_lane(const sliding_t *s)
+{
+    return s->lane;
+}
+
 int sliding_ranks(const sliding_t *s)
 {
-    return s->layout.ranks;
+    return s->layout.ranks * s->k;
+}
+
+int sliding_ranks_per_node(const sliding_t *s)
+{
+    return s->k;
+}
+
+void sliding_block(const sliding_t *s, int block[3])
+{
+    for (int d = 0; d < SLIDE_MAX_DIMS; d++) {
+        block[d] = s->block[d];
+    }
 }
 
 const int32_t *sliding_map(const sliding_t *s)

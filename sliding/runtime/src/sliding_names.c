@@ -11,12 +11,23 @@ static const struct {
     STATUS(SLIDING_OK, "success"),
     STATUS(SLIDING_ERR_ARG, "invalid grid, spare layout or method (a process per node cannot run a method that "
                             "puts several ranks on one node)"),
-    STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included"),
+    STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included, or "
+                             "the same number K on every node (a multiple of the node count)"),
     STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb"),
     STATUS(SLIDING_ERR_DATA_LOST, "a rank's node and its buddy's node both failed: its checkpoint is lost"),
     STATUS(SLIDING_ERR_STATE, "call out of order (register before start; checkpoint and recover after it)"),
     STATUS(SLIDING_ERR_MPI, "an MPI call failed for a reason other than a process failure"),
     STATUS(SLIDING_ERR_NOMEM, "out of memory"),
+    STATUS(SLIDING_ERR_NODES, "the nodes hold different numbers of processes: every node must run the same "
+                              "number (check the job's placement or the node key)"),
+    STATUS(SLIDING_ERR_NODE_COUNT, "the processes form another number of nodes than the grid has, spares "
+                                   "included (a node key or machine that puts them all on one node?)"),
+    STATUS(SLIDING_ERR_BLOCK, "the block of ranks per node must be AxB (2D grid) or AxBxC (3D) with sizes that "
+                              "multiply to the processes per node"),
+    STATUS(SLIDING_ERR_COORDS, "the node coordinate file must name every node of the job once, one per line "
+                               "(NAME, or NAME and its grid coordinates, each node at its own)"),
+    STATUS(SLIDING_ERR_INFO, "an info value of sliding_create_info is malformed (the node key must be an "
+                             "integer) or given by some processes only"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])

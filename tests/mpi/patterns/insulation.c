@@ -9,7 +9,14 @@
  * shrinks it and goes on with the survivors of the half; the other half must
  * see no error at all on its own half communicator, in any iteration, and
  * its sums stay those of all its members. On the communicator of everybody,
- * whoever gets an error revokes it and all shrink it.
+ * all recover, revoke and shrink.
+ *
+ * A collective can end well at some ranks and fail at others when a member
+ * dies during it (a rank that got its result before the failure was
+ * reported); a rank that went on while the others recover would then wait for
+ * them forever on another communicator. So every MPI_Allreduce is followed by
+ * MPIX_Comm_agree on its success, and all members act on the agreed outcome
+ * (the agreement itself reports MPIX_ERR_PROC_FAILED alike at every survivor).
  *
  * Checks: every sum is that of the members of the communicator it ran on
  * (world ranks, from the communicator's group); no error on a half
@@ -43,6 +50,17 @@ static int member_sum(MPI_Comm comm)
     return sum;
 }
 
+/* MPI_Allreduce (sum) whose outcome every member agrees on: MPI_SUCCESS at
+ * all of them, or an error at all of them. */
+static int agreed_allreduce(const int *in, int *out, MPI_Comm comm)
+{
+    int rc = MPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, comm);
+    int ok = rc == MPI_SUCCESS;
+    int arc = MPIX_Comm_agree(comm, &ok);
+    if (arc != MPI_SUCCESS) return arc;
+    return ok ? MPI_SUCCESS : (rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED);
+}
+
 /* Revoke (unless the error says it is revoked), shrink, replace *comm. */
 static int recover(MPI_Comm *comm, int rc)
 {
@@ -74,21 +92,21 @@ int main(int argc, char **argv)
 
     for (int iter = 0; iter < iters && why == NULL; iter++) {
         ftslide_killpointf(rank, "iter=%d", iter);
-        int sum = 0, rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+        int sum = 0, rc = agreed_allreduce(&rank, &sum, half);
         while (rc != MPI_SUCCESS && why == NULL) {
             /* only a half with a dead member may get here */
             half_errors++;
             if (recover(&half, rc) != MPI_SUCCESS) why = "could not shrink the half communicator";
             half_recoveries++;
-            rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+            rc = agreed_allreduce(&rank, &sum, half);
         }
         if (why == NULL && sum != member_sum(half)) why = "wrong sum over the half";
         if (iter % 4 == 3) {
-            rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, all);
+            rc = agreed_allreduce(&rank, &sum, all);
             while (rc != MPI_SUCCESS && why == NULL) {
                 if (recover(&all, rc) != MPI_SUCCESS) why = "could not shrink the communicator of everybody";
                 all_recoveries++;
-                rc = MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, all);
+                rc = agreed_allreduce(&rank, &sum, all);
             }
             if (why == NULL && sum != member_sum(all)) why = "wrong sum over everybody";
         }

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Issue 30's targets, measured side by side in one run: routed against the optimum, plan.
+
+    python bench/sliding_optimal/run.py [--parts small,bound,sim,plan,tsubame,time] [--cases 500]
+                                        [--solver-time 20] [--draws 30] [--trials 5] [--jobs N]
+
+Parts (each prints its own table, then one table of every target with measured / target):
+  small    routed's max load against the exact optimum on --cases seeded small cases (tori 4x4 to
+           6x5 and 4x4x3, 4x4x4, a 5x4 mesh; 1-3 failures; several spare layouts and routing
+           orders): equal when routed meets the proven lower bound, else the CP-SAT solver decides
+           (--solver-time s per case, one worker); every miss is listed with its case.
+  bound    k (torus 12x12x12) and bgq (torus 16x8x8), spares x:1 (and k with y:1), 8 random
+           failures, --draws draws: routed's max load against the proven lower bound
+           (sliding.optimal.lower_bound): the share of draws at the bound (target >= 0.9).
+  sim      SimGrid stencil7 slowdown of routed after 8 failures, median of --trials draws, on k and
+           bgq with spares x:1 (target <= 2.0).
+  plan     `ftslide plan --preset k --failures 8 --spare-nodes 144`: seconds without SimGrid
+           (target <= 60) and with --simulate 3 (target <= 300); the best plan's stencil7
+           slowdown (target <= 1.5 if any layout can reach it: the bound says whether).
+  tsubame  `ftslide plan --preset tsubame --failures 8 --spare-nodes 64 --simulate 1`: the best
+           plan's simulated barrier and allreduce slowdowns (target <= 1.05).
+  time     routed's mapping time at 1,728 nodes and 8 failures, median of --draws maps, CPU time
+           (wall-clock beside it) (target <= 100 ms).
+A benchmark, not a test: timings depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from ftslide.errors import FtslideError  # noqa: E402
+from ftslide.simulation.network import PRESETS  # noqa: E402
+from ftslide.simulation.placement import make_placement  # noqa: E402
+from ftslide.simulation.sweep import SweepConfig, draw_failures, run_sweep  # noqa: E402
+from ftslide.sliding import core as sc, optimal  # noqa: E402
+from ftslide.sliding.topology import parse_topology  # noqa: E402
+from ftslide.ui.table import print_table  # noqa: E402
+
+# (grid, spares, routing order) of the small cases, taken in turn
+SMALL = [("torus:4x4", "x:1", ""), ("torus:5x4", "x:1", ""), ("torus:4x5", "y:1", ""),
+         ("torus:5x5", "x:1", "yx"), ("torus:6x5", "x:2", ""), ("torus:5x5", "x:1,y:1", ""),
+         ("torus:4x4x4", "x:1", ""), ("torus:4x4x4", "y:1", "zyx"), ("mesh:5x4", "x:1", ""),
+         ("torus:4x4x3", "x:1", "")]
+TARGETS: list[list[object]] = []
+
+
+def target(name: str, measured: float | None, goal: float, higher_is_better: bool = False, unit: str = "") -> None:
+    if measured is None:
+        TARGETS.append([name, "-", f"{goal:g}{unit}", "-", "not measured"])
+        return
+    ratio = measured / goal if goal else float("inf")
+    met = measured >= goal if higher_is_better else measured <= goal
+    TARGETS.append([name, f"{measured:.3g}{unit}", f"{'>=' if higher_is_better else '<='} {goal:g}{unit}",
+                    f"{ratio:.2f}", "yes" if met else "NO"])
+
+
+def small(cases: int, solver_time: float, seed: int = 1) -> None:
+    rng = random.Random(f"ftslide-optimal-small:{seed}")
+    tally: dict[str, list[int]] = {}
+    misses, undecided = [], []
+    t0 = time.monotonic()
+    for i in range(cases):
+        grid, spares, order = SMALL[i % len(SMALL)]
+        layout = sc.make_layout(grid, spares, parse_topology(grid, order) if order else None)
+        failed = rng.sample(layout.initial_map(), rng.randint(1, min(3, layout.spare_nodes)))
+        routed = sc.compute_map(layout, "routed", failed)
+        load = sc.measure(layout, routed).link_load_max
+        best = optimal.optimum(layout, failed, [routed], time_limit=solver_time, workers=1, tiebreaks=False)
+        row = tally.setdefault(f"{grid} {spares} {order or 'xyz'}", [0, 0, 0, 0])
+        row[0] += 1
+        if best.proven and best.link_load_max == load:
+            row[1] += 1
+        elif best.proven:
+            row[2] += 1
+            misses.append(f"{grid} spares {spares} order {order or 'xyz'} fail {','.join(map(str, failed))}: "
+                          f"routed {load}, optimum {best.link_load_max}")
+        else:
+            row[3] += 1
+            undecided.append(f"{grid} spares {spares} order {order or 'xyz'} fail {','.join(map(str, failed))}: "
+                             f"routed {load}, optimum in [{best.lower_bound}, {best.link_load_max}]")
+    print(f"\nsmall cases: routed's max load against the optimum, {cases} cases in "
+          f"{time.monotonic() - t0:.0f} s (solver {solver_time:g} s per case)")
+    print_table(["case", "cases", "routed = optimum", "routed above", "undecided"],
+                [[k, *v] for k, v in tally.items()])
+    for line in misses:
+        print(f"  miss: {line}")
+    for line in undecided:
+        print(f"  undecided: {line}")
+    decided = sum(v[1] + v[2] for v in tally.values())
+    target("small cases: routed = optimum (share of decided)",
+           sum(v[1] for v in tally.values()) / decided if decided else None, 1.0, higher_is_better=True)
+
+
+def bound(draws: int) -> None:
+    rows = []
+    for name, spares in (("k", "x:1"), ("k", "y:1"), ("bgq", "x:1")):
+        preset = PRESETS[name]
+        placement = make_placement(parse_topology(preset.topology), preset.grid, spares)
+        layout = placement.layout
+        at, loads, bounds = 0, [], []
+        for draw in draw_failures(placement, 8, draws, 1):
+            load = sc.measure(layout, sc.compute_map(layout, "routed", draw)).link_load_max
+            lb, _ = optimal.lower_bound(layout, draw)
+            loads.append(load)
+            bounds.append(lb)
+            at += load <= lb
+        spread = " ".join(f"{v}:{loads.count(v)}" for v in sorted(set(loads)))
+        rows.append([f"{name} {spares}", draws, " ".join(f"{v}:{bounds.count(v)}" for v in sorted(set(bounds))),
+                     spread, at, f"{at / draws:.2f}"])
+        if spares == "x:1":
+            target(f"{name} x:1: routed at the bound (share of {draws} draws)", at / draws, 0.9, True)
+    print(f"\nrouted's max load after 8 failures against the proven lower bound, {draws} draws")
+    print_table(["preset", "draws", "bound:draws", "routed load:draws", "at the bound", "share"], rows)
+
+
+def sim(trials: int, jobs: int) -> None:
+    rows = []
+    for name in ("k", "bgq"):
+        preset = PRESETS[name]
+        cfg = SweepConfig(topology=preset.topology, grid=preset.grid, spares="x:1", methods=("routed", "hybrid"),
+                          failures=(0, 8), patterns=("stencil7",), trials=trials, seed=1, net=preset.net, jobs=jobs)
+        t0 = time.monotonic()
+        summary, _ = run_sweep(cfg, progress=False)
+        cell = {r["method"]: r for r in summary["rows"] if r["failures"] == 8}  # type: ignore[union-attr,index]
+        sd = cell["routed"]["slowdown_median"]
+        rows.append([name, f"{sd:.2f}", f"{cell['hybrid']['slowdown_median']:.2f}",
+                     f"{cell['routed']['load_max_median']:g}", f"{time.monotonic() - t0:.0f}"])
+        target(f"{name} x:1: routed stencil7 after 8 failures (SimGrid, median of {trials})", sd, 2.0)
+    print(f"\nSimGrid stencil7 slowdown after 8 failures, spares x:1, median of {trials} draws")
+    print_table(["preset", "routed", "hybrid", "routed max load (median)", "seconds"], rows)
+
+
+def run_plan(args: list[str]) -> tuple[float, dict]:
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ftslide", "plan", *args, "--json", "--top", "0"], cwd=REPO,
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=3600)
+    if out.returncode != 0:
+        raise FtslideError(f"ftslide plan {' '.join(args)}: {out.stderr.strip()}")
+    return time.monotonic() - t0, json.loads(out.stdout)
+
+
+def plan(jobs: int) -> None:
+    base = ["--preset", "k", "--failures", "8", "--spare-nodes", "144"]
+    seconds, doc = run_plan(base)
+    best = doc["plans"][0]
+    print(f"\nftslide plan --preset k --failures 8 --spare-nodes 144: {seconds:.0f} s without SimGrid; best "
+          f"{best['spares']} {best['method']}, stencil7 {best['slowdown']['stencil']:.2f} (model)", flush=True)
+    sim_seconds, sim_doc = run_plan(base + ["--simulate", "3", "--jobs", str(jobs)])
+    sim_best = sim_doc["plans"][0]
+    # the bound: no layout of 144 spare nodes (one plane) keeps 8 random failures in one plane
+    placement = make_placement(parse_topology("torus:12x12x12"), None, best["spares"])
+    bounds = [optimal.lower_bound(placement.layout, d)[0] for d in draw_failures(placement, 8, 20, 1)]
+    print(f"with --simulate 3: {sim_seconds:.0f} s")
+    print_table(["#", "spares", "method", "stencil7 (model)", "phased", "allreduce", "barrier", "stencil7 (SimGrid)"],
+                [[p["rank"], p["spares"], p["method"], *(f"{p['slowdown'][k]:.2f}" for k in
+                                                         ("stencil", "stencil-phased", "allreduce", "barrier")),
+                  f"{p['simulated']['stencil']:.2f}" if p.get("simulated") else "-"] for p in sim_doc["plans"][:5]])
+    print(f"lower bound of the max load for the best layout ({best['spares']}), 20 draws: "
+          + " ".join(f"{v}:{bounds.count(v)}" for v in sorted(set(bounds)))
+          + " (load 2 puts the concurrent stencil at about 2x: 1.5x is out of reach with 144 spare nodes)")
+    target("plan k: seconds without SimGrid", seconds, 60, unit=" s")
+    target("plan k: seconds with SimGrid (3 plans)", sim_seconds, 300, unit=" s")
+    target("plan k: best plan's stencil7 (SimGrid)", (sim_best.get("simulated") or {}).get("stencil"), 1.5)
+
+
+def tsubame(jobs: int) -> None:
+    seconds, doc = run_plan(["--preset", "tsubame", "--failures", "8", "--spare-nodes", "64", "--simulate", "1",
+                             "--jobs", str(jobs)])
+    best = doc["plans"][0]
+    simulated = best.get("simulated") or {}
+    print(f"\nftslide plan --preset tsubame --failures 8 --spare-nodes 64 --simulate 1: {seconds:.0f} s; best "
+          f"{best['spares']} {best['method']}: SimGrid " + ", ".join(f"{k} {v:.3f}" for k, v in simulated.items()))
+    for pattern in ("barrier", "allreduce"):
+        target(f"tsubame best plan ({best['spares']} {best['method']}): {pattern}", simulated.get(pattern), 1.05)
+
+
+def mapping_time(draws: int) -> None:
+    preset = PRESETS["k"]
+    placement = make_placement(parse_topology(preset.topology), None, "x:1")
+    wall, cpu = [], []
+    for draw in draw_failures(placement, 8, draws, 1):
+        t0, c0 = time.perf_counter(), time.process_time()
+        sc.compute_map(placement.layout, "routed", draw)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    ms = statistics.median(cpu) * 1000
+    print(f"\nrouted on 12x12x12 x:1, 8 failures, {draws} maps: CPU time median {ms:.0f} ms (min "
+          f"{min(cpu) * 1000:.0f}), wall-clock median {statistics.median(wall) * 1000:.0f} ms (the machine's load "
+          "adds to the wall clock)")
+    target("routed mapping time (CPU), 1,728 nodes, 8 failures", ms, 100, unit=" ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="small,bound,sim,plan,tsubame,time")
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--solver-time", type=float, default=20.0)
+    parser.add_argument("--draws", type=int, default=30)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=0)
+    args = parser.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    known = {"small", "bound", "sim", "plan", "tsubame", "time"}
+    if set(parts) - known or min(args.cases, args.draws, args.trials) < 1 or not args.solver_time > 0:
+        print(f"sliding_optimal: bad arguments: parts from {', '.join(sorted(known))}; --cases, --draws, --trials "
+              ">= 1, --solver-time > 0", file=sys.stderr)
+        return 2
+    try:
+        for part in parts:
+            {"small": lambda: small(args.cases, args.solver_time), "bound": lambda: bound(args.draws),
+             "sim": lambda: sim(args.trials, args.jobs), "plan": lambda: plan(args.jobs),
+             "tsubame": lambda: tsubame(args.jobs), "time": lambda: mapping_time(args.draws)}[part]()
+    except FtslideError as exc:
+        print(f"sliding_optimal: {exc}", file=sys.stderr)
+        return 1
+    print("\nissue 30's targets (ratio = measured / target)")
+    print_table(["target", "measured", "target", "ratio", "met"], TARGETS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
