@@ -115,6 +115,26 @@ def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program)
     assert outcome.ok, describe(outcome)
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("modules", ["ours", "upstream"])
+def test_revoke_to_a_peer_never_talked_to_across_nodes(modules, cluster, mpi_prefix, program):
+    """buddy-checkpoint at np 8 over 4 nodes, rank 1 SIGKILLed at the start of iteration 10: the
+    revoke and the agreement go to peers a process never talked to (its ring and allreduce never
+    pair ranks 1 and 6). Without patch ompi/12 their address was looked up at that first message,
+    in a PMIx_Get that a failure left unanswered: 2 of 4 runs hung with upstream's modules. Five
+    runs, every one ends right."""
+    pattern = PATTERNS["buddy-checkpoint"]
+    fixed = Pattern(pattern.name, pattern.source, pattern.args, lambda n, rng: {1: "iter=10"}, pattern.same)
+    bad = []
+    for run in range(5):
+        outcome = run_pattern(mpi_prefix, program(pattern), fixed, 8, run, modules, timeout=60, cluster=cluster,
+                              wrap=lambda argv: netcluster.job_argv(cluster, argv),
+                              env=netcluster.launch_environment())
+        if not outcome.ok or outcome.landed != {1: "iter=10"}:
+            bad.append(describe(outcome))
+    assert not bad, f"{len(bad)} of 5 runs went wrong; the first:\n{bad[0]}"
+
+
 CAMPAIGN = Path(__file__).resolve().parents[1] / "bench" / "ulfm_patterns" / "campaign.py"
 
 
