@@ -30,7 +30,7 @@ def jacobi(mpi_prefix):
 @pytest.fixture(scope="module")
 def reference(mpi_prefix, jacobi):
     """Checksum of the failure-free run (the same for every method: no rank moves)."""
-    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", binary=jacobi, timeout=120)
+    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", program=jacobi, timeout=120)
     assert run.returncode == 0 and run.checksum, run.stdout + run.stderr
     assert not run.recoveries
     return run.checksum
@@ -53,13 +53,15 @@ def holding_rank(method: str, kills: list[tuple[int, int]]) -> list[tuple[int, s
 
 
 def run_with(mpi_prefix, jacobi, method, kills):
-    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, binary=jacobi, timeout=120)
+    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, program=jacobi, timeout=120)
     for node, point in kills:
         assert run.killed.get(node) == point, f"node {node} was not killed at {point}:\n{run.stderr[-3000:]}"
     return run
 
 
-@pytest.mark.parametrize("method,kills,failed_after,resumes", [
+# The kill schedules of the main tests, also run by the Fortran and Python examples
+# (tests/test_sliding_languages.py): (method, kills, failed nodes after each recovery, resume iterations).
+SCHEDULES = [
     # one failure: node 1 at iteration 12, the last checkpoint was at 10
     ("hybrid", [(1, "iter=12")], [[1]], [10]),
     # two failures one after the other
@@ -82,8 +84,12 @@ def run_with(mpi_prefix, jacobi, method, kills):
     # (routed keeps node 2's rank for the first two failures and uses spares 10 and 11 one at a time)
     ("routed", [(1, "iter=7"), (5, "iter=9"), (2, "iter=16"), (6, "iter=22")],
      [[1], [1, 5], [1, 5, 2], [1, 5, 2, 6]], [5, 5, 15, 20]),
-], ids=["one", "two-sequential", "two-simultaneous", "simple-two", "slide2d-one", "before-checkpoint",
-        "all-spares", "routed-one", "routed-two", "routed-all-spares"])
+]
+SCHEDULE_IDS = ["one", "two-sequential", "two-simultaneous", "simple-two", "slide2d-one", "before-checkpoint",
+                "all-spares", "routed-one", "routed-two", "routed-all-spares"]
+
+
+@pytest.mark.parametrize("method,kills,failed_after,resumes", SCHEDULES, ids=SCHEDULE_IDS)
 def test_recovers_with_identical_result(mpi_prefix, jacobi, reference, method, kills, failed_after, resumes):
     run = run_with(mpi_prefix, jacobi, method, kills)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
@@ -186,10 +192,10 @@ def test_kill_while_others_take_a_checkpoint(mpi_prefix, jacobi):
     of `ftslide faults --grid torus:4x4 --spares y:1 --seed 11`); now a recovery first runs one
     agreement over the old Cartesian communicator, which meets the checkpoint's and fails it."""
     grid, spares = "torus:4x4", "y:1"
-    reference = stencil.run(mpi_prefix, grid, spares, "routed", binary=jacobi, iterations=30, timeout=120)
+    reference = stencil.run(mpi_prefix, grid, spares, "routed", program=jacobi, iterations=30, timeout=120)
     assert reference.returncode == 0 and reference.checksum, reference.stderr[-3000:]
     for node, iteration in [(10, 9), (5, 14), (6, 19)]:
-        run = stencil.run(mpi_prefix, grid, spares, "routed", [(node, f"iter={iteration}")], binary=jacobi,
+        run = stencil.run(mpi_prefix, grid, spares, "routed", [(node, f"iter={iteration}")], program=jacobi,
                           iterations=30, timeout=90)
         assert run.killed.get(node) == f"iter={iteration}", run.stderr[-3000:]
         assert run.returncode == 0 and run.checksum == reference.checksum, run.stderr[-3000:]
@@ -212,9 +218,9 @@ def test_ranks_per_node_recover_with_identical_result(mpi_prefix, jacobi, k):
     and 6 die whole at iterations 12 and 23; the recoveries agree on the nodes, move the K ranks of each node
     together, and end with the checksum of a failure-free run with the same K."""
     nodes_as = stencil.node_options(GRID, SPARES, k)
-    base = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", binary=jacobi, timeout=180, nodes_as=nodes_as)
+    base = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", program=jacobi, timeout=180, nodes_as=nodes_as)
     assert base.returncode == 0 and base.checksum, base.stderr[-3000:]
-    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", [(1, "iter=12"), (6, "iter=23")], binary=jacobi,
+    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", [(1, "iter=12"), (6, "iter=23")], program=jacobi,
                       timeout=180, nodes_as=nodes_as)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.killed == {1: "iter=12", 6: "iter=23"}

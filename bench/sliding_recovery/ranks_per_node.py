@@ -60,12 +60,12 @@ def main() -> int:
     print(f"load average at the start {load()}", flush=True)
     try:
         prefix = require_prefix()
-        binary = stencil.build(prefix)
+        program = stencil.build(prefix)
         samples: dict[str, list] = {label: [] for label, *_ in configs}
         same: dict[str, bool] = {label: True for label, *_ in configs}
         for r in range(args.repeat):
             for label, grid, kills, nodes_as in configs:
-                common = dict(binary=binary, timeout=300, nodes_as=nodes_as)
+                common = dict(program=program, timeout=300, nodes_as=nodes_as)
                 base = stencil.run(prefix, grid, SPARES, args.method, **common)
                 run = stencil.run(prefix, grid, SPARES, args.method, kills, **common)
                 if run.returncode != 0 or len(run.recoveries) != len(kills) or not base.checksum:

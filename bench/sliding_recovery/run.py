@@ -41,7 +41,7 @@ def main() -> int:
     methods = args.methods.split(",") if args.methods else [x.label for x in (m.SIMPLE, m.SLIDE1D, m.SLIDE2D, m.HYBRID)]
     try:
         prefix = require_prefix()
-        binary = stencil.build(prefix)
+        program = stencil.build(prefix)
         rows, phases = [], []
         for grid in GRIDS:
             first_total = None
@@ -49,7 +49,7 @@ def main() -> int:
                 nodes = stencil.node_count(grid, "x:1", method)
                 samples = []
                 for _ in range(max(1, args.repeat)):
-                    run = stencil.run(prefix, grid, "x:1", method, [(1, stencil.iteration_point(12))], binary=binary,
+                    run = stencil.run(prefix, grid, "x:1", method, [(1, stencil.iteration_point(12))], program=program,
                                       timeout=180)
                     if run.returncode != 0 or len(run.recoveries) != 1:
                         raise FtslideError(f"{grid} {method}: run failed (exit {run.returncode}): "

@@ -80,7 +80,7 @@ def main() -> int:
                              placement.stencil_periodic, (f"sendrecv:{halo}",), 3, net)
         predicted[label] = smpi.run_kernels(run)["sendrecv"]
     prefix = require_prefix()
-    binary = runtime.build(prefix)
+    (binary,) = runtime.build(prefix)
     name = f"nk{uuid.uuid4().hex[:6]}"
     load0 = os.getloadavg()[0]
     cluster = netcluster.up(name, None, str(topo), args.rate, 1, None, topo.order)

@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-coords", metavar="FILE",
                         help="place the nodes on the grid from FILE: one line per node, its name (the node "
                         "number 0..N-1 in process order) and its grid coordinates (sliding_nodes.h)")
+    parser.add_argument("--lang", choices=stencil.LANGUAGES, default="c",
+                        help="the stencil's language: jacobi3d.c, .f90 (the Fortran module `sliding`) or .py "
+                        "(numpy and mpi4py, the binding sliding/python); all print the same checksum (default c)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
 
 
@@ -76,15 +79,16 @@ def run(args: argparse.Namespace) -> int:
     nodes_as = stencil.node_options(args.grid, args.spares, args.ranks_per_node, args.block,
                                     coords=args.node_coords)
     prefix = require_prefix()
-    binary = stencil.build(prefix)
+    program = stencil.build(prefix, args.lang)
     common = dict(n=args.n, iterations=args.iterations, checkpoint_every=args.checkpoint_every,
-                  timeout=args.timeout, binary=binary, nodes_as=nodes_as)
+                  timeout=args.timeout, program=program, nodes_as=nodes_as)
     spec = " ".join(f"{node}@{point}" for node, point in kills)
     k = args.ranks_per_node
     block = core.make_block(make_layout(args.grid, args.spares), k, args.block) if k > 1 else None
     processes = f"{nodes} processes" if k == 1 else \
         f"{nodes * k} processes ({nodes} nodes x {k}, blocks of {core.block_text(block or ())})"
-    print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}: {processes}, "
+    language = "" if args.lang == "c" else f", jacobi3d in {args.lang}"
+    print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}{language}: {processes}, "
           f"{args.iterations} iterations, checkpoint every {args.checkpoint_every}", flush=True)
     reference = stencil.run(prefix, args.grid, args.spares, args.method, **common)
     if reference.checksum is None:

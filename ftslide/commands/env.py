@@ -1,4 +1,4 @@
-"""ftslide env: shell lines that put the build's mpicc and mpirun first on PATH."""
+"""ftslide env: shell lines that put the build's mpicc and mpirun first on PATH and name libsliding."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "env"
 HELP = ("print the shell lines that put the build's mpicc/mpirun on PATH and set SLIDING_CFLAGS/SLIDING_LIBS "
-        "for linking libsliding (use: eval \"$(ftslide env)\")")
+        "for linking libsliding (C, and Fortran with sliding/fortran) and SLIDING_LIBRARY for its Python binding "
+        "(use: eval \"$(ftslide env)\")")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,4 +30,5 @@ def run(args: argparse.Namespace) -> int:
     library = build_library(prefix)
     print(f"export SLIDING_CFLAGS={shlex.quote(f'-I{HEADER_DIR}')}")
     print(f"export SLIDING_LIBS={shlex.quote(' '.join(link_flags(library)))}")
+    print(f"export SLIDING_LIBRARY={shlex.quote(str(library))}")
     return 0

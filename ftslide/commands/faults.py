@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "campaign and removed after it; root) where every kill takes a whole node, its PRRTE "
                         "daemon with it, the daemons routing along a chain so that lost nodes relay; node 0 "
                         "runs mpirun and is spared")
+    parser.add_argument("--lang", choices=stencil.LANGUAGES, default=defaults.lang,
+                        help="the stencil's language: jacobi3d.c, .f90 (the Fortran module) or .py (numpy, mpi4py; "
+                        f"default {defaults.lang})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -63,7 +66,8 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
     return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
                            seed=args.seed, iterations=args.iterations, timeout=args.timeout,
-                           whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block)
+                           whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block,
+                           lang=args.lang)
 
 
 def kills_text(kills) -> str:
@@ -99,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
     else:
         per_node = "" if campaign.ranks_per_node == 1 else f", {campaign.ranks_per_node} processes per node"
-        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}{per_node}, {campaign.runs} runs, seed "
-              f"{campaign.seed}; failure-free checksum {reference}")
+        language = "" if campaign.lang == "c" else f", jacobi3d in {campaign.lang}"
+        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}{per_node}{language}, {campaign.runs} runs, "
+              f"seed {campaign.seed}; failure-free checksum {reference}")
         print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
                      "leftovers"],
                     [[r.index, r.phase, r.method, kills_text(r.kills), kills_text(sorted(r.landed.items())),

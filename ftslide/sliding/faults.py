@@ -86,6 +86,7 @@ class Campaign:
     whole_nodes: bool = False  # kills take whole nodes of an emulated cluster (node 0 spared)
     ranks_per_node: int = 1    # K processes per node, every kill takes the node's K
     block: str | None = None   # the block of ranks a node runs (None: the runtime's default)
+    lang: str = "c"            # the example's language (stencil.LANGUAGES)
 
     def nodes_as(self) -> stencil.NodeOptions:
         """How the campaign's processes form nodes (checked: FtslideError for a bad K or block)."""
@@ -123,6 +124,8 @@ def check(campaign: Campaign) -> None:
     """Raise FtslideError for a campaign that cannot run, before anything starts."""
     if campaign.runs < 1:
         raise FtslideError(f"--runs must be at least 1, not {campaign.runs}")
+    if campaign.lang not in stencil.LANGUAGES:
+        raise FtslideError(f"unknown language {campaign.lang!r}: choose {', '.join(stencil.LANGUAGES)}")
     if not campaign.timeout > 0:
         raise FtslideError(f"--timeout must be a positive number of seconds, not {campaign.timeout:g}")
     if campaign.iterations < 2 * campaign.checkpoint_every + 2:
@@ -317,14 +320,14 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
     """The failure-free checksum and one record per run. ``wrap`` and ``env`` go to every launch
     (mpi.run): for ``whole_nodes``, what runs the job across the emulated cluster."""
     check(campaign)
-    binary = stencil.build(prefix)
+    program = stencil.build(prefix, campaign.lang)
     layout = make_layout(campaign.grid, campaign.spares)
     nodes_as = campaign.nodes_as()
     launch_env = {**(env or {}), **({"FTSLIDE_KILL_NODE": "1"} if campaign.whole_nodes else {})}
     options = CLUSTER_MPIRUN_OPTIONS if campaign.whole_nodes else ()
     base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
                        iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                       timeout=campaign.timeout, binary=binary, env=launch_env, wrap=wrap,
+                       timeout=campaign.timeout, program=program, env=launch_env, wrap=wrap,
                        mpirun_options=options, nodes_as=nodes_as)
     if base.returncode != 0 or not base.checksum:
         raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
@@ -342,7 +345,7 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
             try:
                 run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
                                   iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                                  timeout=campaign.timeout, binary=binary, stacks_on_timeout=True,
+                                  timeout=campaign.timeout, program=program, stacks_on_timeout=True,
                                   env=run_env, wrap=wrap, mpirun_options=options, nodes_as=nodes_as)
                 run.killed.update(killed_in(kill_log))
                 judge(record, run, base.checksum, layout, method, campaign.whole_nodes)

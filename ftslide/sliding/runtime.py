@@ -1,7 +1,10 @@
-"""Build and run the resilient Jacobi example (``sliding/examples/jacobi3d.c``) on a 2D or 3D node grid.
+"""Build and run the resilient Jacobi example (``sliding/examples/jacobi3d.{c,f90,py}``) on a 2D or 3D
+node grid.
 
 The example links the sliding runtime (``sliding/runtime``) and the substitution core
-(``sliding/core``) from source with the build's mpicc. K MPI processes run per node of the
+(``sliding/core``) from source with the build's mpicc: in C, in Fortran (with the module
+``sliding/fortran``, by the build's mpifort) or in Python (numpy and the build's mpi4py, through the
+binding ``sliding/python/sliding.py``); the three print the same lines and the same checksum. K MPI processes run per node of the
 grid, spares included (K = 1 unless told: one process per node, process n on node n); with
 K > 1 each node runs a block of the rank grid (``core.make_block``), and on one machine every K
 consecutive processes form a node (``jacobi3d --emulate-nodes K``), unless the nodes are the
@@ -17,9 +20,11 @@ Typical use::
 
     prefix = require_prefix()
     run(prefix, "torus:3x2x2", "x:1", "hybrid", [(1, iteration_point(12))]).checksum
+    run(prefix, "torus:3x2x2", "x:1", "hybrid", program=build(prefix, "fortran"))
 
 Errors and cost: FtslideError (one line) for a bad layout, method or kill before anything starts,
-or a failed compile; ``run`` raises ``mpi.MpirunTimeout`` for a run that hangs. The builds cost a
+a failed compile, or (Python) an mpi4py that is not built against the project's Open MPI; ``run``
+raises ``mpi.MpirunTimeout`` for a run that hangs. The builds cost a
 compile per change of the sources (seconds), ``run`` one ``mpirun`` (about a second for 12
 processes), the rest O(size of their input) once the names are read (one ``dlopen``).
 """
@@ -27,20 +32,23 @@ processes), the rest O(size of their input) once the names are read (one ``dlope
 from __future__ import annotations
 
 import ctypes
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ..errors import FtslideError
-from ..toolchain import mpi
+from ..toolchain import mpi, pympi
 from ..toolchain.native import REPO, CEnum, bind_library, c_enum
 from ..toolchain.ompi import cache_root
 from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
-__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "build_library", "link_flags", "build",
+__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "build_library", "link_flags", "build",
+           "python_environment",
            "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
            "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
 
@@ -49,6 +57,10 @@ LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((
 LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
+FORTRAN_FLAGS = ("-O2", "-Wall", "-Werror")  # mpifort's: the module, its C side and the program
+FORTRAN_MODULE = (SLIDING / "fortran" / "sliding.f90", SLIDING / "fortran" / "sliding_fortran.c")
+PYTHON_BINDING_DIR = SLIDING / "python"  # sliding.py
+LANGUAGES = ("c", "fortran", "python")  # the example's languages, jacobi3d.c, .f90 and .py
 
 _KILLED = re.compile(r"ftslide: rank (\d+) killed at (\S+)")  # the line of ftslide_killpoint.h
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
@@ -139,11 +151,30 @@ def link_flags(library: Path) -> list[str]:
     return [f"-L{library.parent}", "-lsliding", f"-Wl,-rpath,{library.parent}"]
 
 
-def build(prefix: Path) -> Path:
-    """The jacobi3d binary for this build, linked with libsliding (compiled once per source change)."""
+def build(prefix: Path, lang: str = "c") -> list[str]:
+    """The jacobi3d program of ``lang`` (one of LANGUAGES) for this build, as the argv that runs it:
+    the binary linked with libsliding in C and Fortran (compiled once per source change), the
+    environment's Python and ``jacobi3d.py`` in Python (after checking that its mpi4py is built
+    against ``prefix``: FtslideError naming the fix otherwise)."""
     library = build_library(prefix)
-    return mpi.compile_program(prefix, [SLIDING / "examples" / "jacobi3d.c"], name="jacobi3d", flags=FLAGS,
-                               include_dirs=(HEADER_DIR,), link=link_flags(library))
+    examples = SLIDING / "examples"
+    if lang == "c":
+        return [str(mpi.compile_program(prefix, [examples / "jacobi3d.c"], name="jacobi3d", flags=FLAGS,
+                                        include_dirs=(HEADER_DIR,), link=link_flags(library)))]
+    if lang == "fortran":
+        return [str(mpi.compile_program(prefix, [*FORTRAN_MODULE, examples / "jacobi3d.f90"], name="jacobi3d-f",
+                                        flags=FORTRAN_FLAGS, include_dirs=(HEADER_DIR,), link=link_flags(library)))]
+    if lang == "python":
+        pympi.require(sys.executable, prefix)
+        return [sys.executable, str(examples / "jacobi3d.py")]
+    raise FtslideError(f"unknown language {lang!r}: choose {', '.join(LANGUAGES)}")
+
+
+def python_environment(prefix: Path) -> dict[str, str]:
+    """What a Python program of the runtime needs in its environment: the binding and the kill
+    points on PYTHONPATH, SLIDING_LIBRARY naming libsliding (``ftslide env`` prints the same)."""
+    path = [str(PYTHON_BINDING_DIR), str(mpi.PYTHON_KILLPOINT_DIR)]
+    return {"PYTHONPATH": os.pathsep.join(path), "SLIDING_LIBRARY": str(build_library(prefix))}
 
 
 def runtime_methods() -> tuple[CEnum, ...]:
@@ -257,14 +288,16 @@ def check_node_coords(path: Path, layout, names: Sequence[str]) -> list[int]:
 
 def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
         n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
-        binary: Path | None = None, stacks_on_timeout: bool = False,
+        program: Sequence[str] | None = None, stacks_on_timeout: bool = False,
         env: dict[str, str] | None = None, wrap: Callable[[list[str]], list[str]] | None = None,
         mpirun_options: Sequence[str] = (), nodes_as: NodeOptions = NodeOptions()) -> StencilRun:
     """Run the example with SIGKILL at the named (node, point) pairs; each kill takes the whole node.
 
-    ``nodes_as`` says how many processes run per node and how they form nodes (one per node unless
-    told); ``env`` adds to the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap``
-    turns the mpirun argv into the one to run (mpi.run). Returns what :func:`parse` reads.
+    ``program`` is the argv of :func:`build` (default: the C program); a Python one gets
+    :func:`python_environment`, exported to every node with mpirun's ``-x``. ``nodes_as`` says how
+    many processes run per node and how they form nodes (one per node unless told); ``env`` adds to
+    the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap`` turns the mpirun argv
+    into the one to run (mpi.run). Returns what :func:`parse` reads.
     Raises FtslideError for a bad layout, method or kill before anything starts, and
     mpi.MpirunTimeout if the run outlives ``timeout`` seconds.
     """
@@ -274,11 +307,15 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
             raise FtslideError(f"kill {node}@{point}: the grid has nodes 0..{nodes - 1}")
     if len({node for node, _ in kills}) != len(kills):
         raise FtslideError("each node can be killed once")
-    binary = binary or build(prefix)
+    program = list(program or build(prefix))
     env = dict(env or {})
+    if pympi.is_python(program[0]):
+        python = python_environment(prefix)
+        env.update(python)
+        mpirun_options = [*mpirun_options, *(arg for name in python for arg in ("-x", name))]
     if kills:
         env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
-    result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes * nodes_as.ranks_per_node), str(binary),
+    result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes * nodes_as.ranks_per_node), *program,
                               *nodes_as.jacobi_options(), grid, spares, method, str(n), str(iterations),
                               str(checkpoint_every)], timeout=timeout, env=env,
                      stacks_on_timeout=stacks_on_timeout, wrap=wrap)

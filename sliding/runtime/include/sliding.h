@@ -100,19 +100,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sliding_names.h" /* enum sliding_status, sliding_strerror(), the kill points */
+#include "sliding_names.h" /* enum sliding_status, sliding_strerror(), enum sliding_role, the kill points */
 #include "sliding_nodes.h" /* the node coordinate file */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum sliding_role {
-    SLIDING_INITIAL = 0,
-    SLIDING_SURVIVOR = 1,
-    SLIDING_PROMOTED = 2,
-    SLIDING_FINISHED = 3,
-};
 
 typedef struct sliding sliding_t;
 
@@ -160,6 +153,14 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
  * SLIDING_ERR_INFO, and sliding_create()'s. Collective over comm. */
 int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                         MPI_Info info, sliding_t **out);
+
+/* sliding_create_info() with the info built from the values given, NULL for
+ * one not given: block (SLIDING_INFO_BLOCK), *node_key (SLIDING_INFO_NODE_KEY),
+ * node_coords (SLIDING_INFO_NODE_COORDS). What the Fortran module and the
+ * Python binding call, so that no other language spells the keys. Returns
+ * SLIDING_ERR_MPI if the info cannot be built. Collective over comm. */
+int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, const char *method,
+                           const char *block, const int *node_key, const char *node_coords, sliding_t **out);
 
 /* Register a buffer that checkpoints and recoveries carry. Every process,
  * spares included, registers the same sequence of sizes before sliding_start. */

@@ -1,13 +1,14 @@
 /*
  * sliding_names.h -- the names of the sliding runtime, without MPI: its
- * status codes with their messages, and the kill points where fault
- * injection may stop a process (ftslide_killpoint.h).
+ * status codes with their messages, the roles of a process, and the kill
+ * points where fault injection may stop a process (ftslide_killpoint.h).
  *
  * C spells each name once, here and in sliding_names.c. libsliding carries
- * them; CMake also builds them alone into libslidenames.so, from which the
- * Python driver (ftslide/sliding/runtime.py) reads them: a name function
- * called with 0, 1, 2, ... returns each name, then NULL. Every string is
- * static; every function is O(1).
+ * them, and the Python binding (sliding/python/sliding.py) reads them from it;
+ * CMake also builds them alone into libslidenames.so, from which the Python
+ * driver (ftslide/sliding/runtime.py) reads them: a name function called
+ * with 0, 1, 2, ... returns each name, then NULL. Every string is static;
+ * every function is O(1).
  */
 #ifndef SLIDING_NAMES_H
 #define SLIDING_NAMES_H
@@ -31,6 +32,17 @@ enum sliding_status {
     SLIDING_ERR_BLOCK,       /* the block is not AxB[xC] for the grid or does not hold K ranks */
     SLIDING_ERR_COORDS,      /* the node coordinate file misses a node, names one twice, or is malformed */
     SLIDING_ERR_INFO,        /* an info value is malformed or differs between processes where it must not */
+    /* sliding_register from Fortran and Python (sliding/fortran, sliding/python) */
+    SLIDING_ERR_NOT_CONTIGUOUS, /* the array is not one contiguous block (a strided section or view) */
+    SLIDING_ERR_READ_ONLY,      /* the array is not writeable (Python: a recovery writes into it) */
+};
+
+/* The role of a process, returned by sliding_start and sliding_recover (sliding.h). */
+enum sliding_role {
+    SLIDING_INITIAL = 0,
+    SLIDING_SURVIVOR = 1,
+    SLIDING_PROMOTED = 2,
+    SLIDING_FINISHED = 3,
 };
 
 /* Kill points, in the order a run meets them. A process dies at point P when
@@ -56,6 +68,10 @@ const char *sliding_strerror(int status);
 /* Name of a status, its enumerator without the SLIDING_ prefix ("ERR_NO_SPARE"),
  * or NULL outside enum sliding_status. */
 const char *sliding_status_name(int status);
+
+/* Name of a role, its enumerator without the SLIDING_ prefix ("PROMOTED"), or
+ * NULL outside enum sliding_role. */
+const char *sliding_role_name(int role);
 
 /* Name of a kill point ("iter", "checkpoint", ..., "promoted"), or NULL outside
  * enum sliding_point. */

@@ -460,6 +460,30 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
     return SLIDING_OK;
 }
 
+int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, const char *method,
+                           const char *block, const int *node_key, const char *node_coords, sliding_t **out)
+{
+    MPI_Info info;
+    if (MPI_Info_create(&info) != MPI_SUCCESS) {
+        return SLIDING_ERR_MPI;
+    }
+    char key[24];
+    snprintf(key, sizeof key, "%d", node_key ? *node_key : 0);
+    int rc = MPI_SUCCESS;
+    if (block) {
+        rc = MPI_Info_set(info, SLIDING_INFO_BLOCK, block);
+    }
+    if (rc == MPI_SUCCESS && node_key) {
+        rc = MPI_Info_set(info, SLIDING_INFO_NODE_KEY, key);
+    }
+    if (rc == MPI_SUCCESS && node_coords) {
+        rc = MPI_Info_set(info, SLIDING_INFO_NODE_COORDS, node_coords);
+    }
+    int status = rc == MPI_SUCCESS ? sliding_create_info(comm, grid, spares, method, info, out) : SLIDING_ERR_MPI;
+    MPI_Info_free(&info);
+    return status;
+}
+
 int sliding_register(sliding_t *s, void *data, size_t bytes)
 {
     if (!s || (!data && bytes)) {

@@ -1,4 +1,4 @@
-/* The names of sliding_names.h: each status and kill point once. No MPI. */
+/* The names of sliding_names.h: each status, role and kill point once. No MPI. */
 #include "sliding_names.h"
 
 #include <stddef.h>
@@ -28,9 +28,24 @@ static const struct {
                                "(NAME, or NAME and its grid coordinates, each node at its own)"),
     STATUS(SLIDING_ERR_INFO, "an info value of sliding_create_info is malformed (the node key must be an "
                              "integer) or given by some processes only"),
+    STATUS(SLIDING_ERR_NOT_CONTIGUOUS, "a registered array must be contiguous: register a whole array, not a "
+                                       "strided section or view (numpy: numpy.ascontiguousarray, then compute in "
+                                       "that array)"),
+    STATUS(SLIDING_ERR_READ_ONLY, "a registered array must be writeable, since a recovery writes the checkpoint "
+                                  "back into it (numpy: a writeable array, not a read-only view)"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
+
+#define ROLE(code) [code] = #code + sizeof "SLIDING_" - 1
+static const char *const roles[] = {
+    ROLE(SLIDING_INITIAL),
+    ROLE(SLIDING_SURVIVOR),
+    ROLE(SLIDING_PROMOTED),
+    ROLE(SLIDING_FINISHED),
+};
+#undef ROLE
+#define NROLES (int)(sizeof roles / sizeof roles[0])
 
 static const char *const points[] = {
     [SLIDING_POINT_ITER] = "iter",
@@ -54,6 +69,11 @@ const char *sliding_strerror(int status)
 const char *sliding_status_name(int status)
 {
     return status < 0 || status >= NSTATUSES ? NULL : statuses[status].name;
+}
+
+const char *sliding_role_name(int role)
+{
+    return role < 0 || role >= NROLES ? NULL : roles[role];
 }
 
 const char *sliding_point_name(int point)

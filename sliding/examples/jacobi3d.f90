@@ -1,0 +1,373 @@
+! jacobi3d.f90: jacobi3d.c in Fortran, through the module `sliding`
+! (sliding/fortran/sliding.f90): the same arguments and options, the same
+! arithmetic in the same order (so the same checksum, bit for bit), the same
+! "jacobi3d: EVENT KEY=VALUE ..." lines, the same exit statuses. See
+! jacobi3d.c's header for what it computes and prints.
+!
+! The block u(k, j, i) of a rank is stored as C's u[i][j][k]: i, the first
+! Cartesian dimension, varies slowest, and the loops run i, j, k with k
+! innermost, as in C.
+program jacobi3d
+    use, intrinsic :: iso_fortran_env, only: int64, real64, output_unit, error_unit
+    use mpi_f08
+    use sliding
+    implicit none
+
+    integer :: n, iterations, every, world_rank, world_size, first, nargs, rc, status, role, it, rank
+    integer(int64) :: version
+    character(len=4096) :: arg(6)
+    character(len=:), allocatable :: block, coords
+    integer, allocatable :: key
+    logical :: report_times, ok
+    type(sliding_t) :: s
+    type(MPI_Comm) :: cart
+    real(real64), allocatable, target :: a(:,:,:), b(:,:,:), saved(:,:,:)
+    real(real64), pointer :: u(:,:,:), v(:,:,:), swap(:,:,:)
+    real(real64), allocatable :: send(:), recv(:)
+    real(real64) :: total
+    character(len=32) :: text
+
+    call MPI_Init()
+    call MPI_Comm_rank(MPI_COMM_WORLD, world_rank)
+    call MPI_Comm_size(MPI_COMM_WORLD, world_size)
+    call options(first, ok)
+    nargs = command_argument_count() - first + 1
+    if (.not. ok .or. nargs < 3) then
+        if (world_rank == 0) then
+            write(error_unit, '(a)') 'usage: jacobi3d [--block AxBxC] [--emulate-nodes K] [--node-coords FILE] GRID ' &
+                // 'SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]'
+        end if
+        call MPI_Finalize()
+        stop 2, quiet=.true.
+    end if
+    do it = 1, min(nargs, 6)
+        call get_command_argument(first + it - 1, arg(it))
+    end do
+    n = 8
+    iterations = 40
+    every = 5
+    if (nargs > 3) n = atoi(arg(4))
+    if (nargs > 4) iterations = atoi(arg(5))
+    if (nargs > 5) every = atoi(arg(6))
+    if (n < 1 .or. iterations < 1 .or. every < 1) then
+        if (world_rank == 0) then
+            write(error_unit, '(a)') 'jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY ' &
+                // 'must be at least 1'
+        end if
+        call MPI_Finalize()
+        stop 2, quiet=.true.
+    end if
+    ! An option not given is an unallocated variable: the module's optional argument is absent.
+    rc = sliding_create(MPI_COMM_WORLD, arg(1), arg(2), arg(3), s, block=block, node_key=key, node_coords=coords)
+    if (rc /= SLIDING_OK) then
+        if (world_rank == 0) then
+            write(error_unit, '(12a)') 'jacobi3d: error step=create status=', sliding_status_name(rc), ' message=', &
+                sliding_strerror(rc), ' (grid ', trim(arg(1)), ', spares ', trim(arg(2)), ', method ', &
+                trim(arg(3)), ')'
+        end if
+        call MPI_Finalize()
+        stop 2, quiet=.true.
+    end if
+    allocate(a(0:n+1, 0:n+1, 0:n+1), b(0:n+1, 0:n+1, 0:n+1), saved(0:n+1, 0:n+1, 0:n+1), send(n*n), recv(n*n))
+    a = 0
+    b = 0
+    saved = 0
+    u => a
+    v => b
+    ! u changes identity at every sweep (swap): register a stable array and
+    ! copy into it around checkpoints and recoveries.
+    rc = sliding_register(s, saved)
+
+    it = 0
+    rc = sliding_start(s, cart, role, version)
+    if (rc /= SLIDING_OK) call fail('start', rc)
+    if (role /= SLIDING_FINISHED .and. version >= 0) then ! a spare promoted after a checkpoint
+        u = saved
+        it = int(version)
+    else if (role /= SLIDING_FINISHED) then
+        call initial_values()
+    end if
+    if (role == SLIDING_PROMOTED) call report_recovery(it)
+    call get_environment_variable('JACOBI3D_TIMES', text)
+    report_times = text == '1'
+    do while (role /= SLIDING_FINISHED .and. it < iterations)
+        write(text, '(i0)') it
+        call sliding_killpoint(s, sliding_point_name(SLIDING_POINT_ITER) // '=' // trim(text))
+        rc = exchange_halos()
+        if (rc == MPI_SUCCESS) then
+            call sweep()
+            it = it + 1
+            if (report_times) then
+                call MPI_Comm_rank(cart, rank)
+                if (rank == 0) then
+                    write(output_unit, '(a, i0, 2a)') 'jacobi3d: iteration number=', it, ' time=', &
+                        fixed(MPI_Wtime(), 6)
+                    flush(output_unit)
+                end if
+            end if
+            if (mod(it, every) == 0 .and. it < iterations) then
+                saved = u
+                rc = sliding_checkpoint(s, int(it, int64))
+            end if
+        end if
+        if (rc == MPI_SUCCESS) cycle
+        status = sliding_recover(s, cart, role, version)
+        if (status /= SLIDING_OK) call fail('recovery', status)
+        if (role == SLIDING_FINISHED) exit
+        if (version >= 0) then
+            u = saved
+            it = int(version)
+        else
+            call initial_values()
+            it = 0
+        end if
+        call report_recovery(it)
+    end do
+
+    if (role /= SLIDING_FINISHED) then
+        call MPI_Comm_rank(cart, rank)
+        if (checksum() /= MPI_SUCCESS) then
+            write(error_unit, '(a)') 'jacobi3d: error step=checksum message=a failure after the last iteration: ' &
+                // 'no checksum'
+        else if (rank == 0) then
+            write(text, '(z16.16)') transfer(total, 0_int64)
+            write(output_unit, '(a, i0, a, i0, 4a)') 'jacobi3d: done iterations=', iterations, ' n=', n, &
+                ' checksum=0x', lower(trim(text)), ' value=', shortest(total)
+            flush(output_unit)
+        end if
+        rc = sliding_finalize(s)
+    end if
+    call sliding_free(s)
+    call MPI_Finalize()
+
+contains
+
+    ! C's atoi for the numbers of the command line: 0 for anything that is not one.
+    integer function atoi(text)
+        character(*), intent(in) :: text
+        integer :: ios
+        read(text, *, iostat=ios) atoi
+        if (ios /= 0) atoi = 0
+    end function
+
+    ! The options before GRID (jacobi3d.c's): first is the index of GRID; ok is false on a bad option.
+    subroutine options(first, ok)
+        integer, intent(out) :: first
+        logical, intent(out) :: ok
+        character(len=4096) :: name, value
+        integer :: k
+        ok = .true.
+        first = 1
+        do while (first + 1 <= command_argument_count())
+            call get_command_argument(first, name)
+            if (name(1:2) /= '--') exit
+            call get_command_argument(first + 1, value)
+            if (name == '--block') then
+                block = trim(value)
+            else if (name == '--node-coords') then
+                coords = trim(value)
+            else if (name == '--emulate-nodes') then
+                k = atoi(value)
+                if (k < 1 .or. k > world_size) then
+                    ok = .false.
+                    return
+                end if
+                key = world_rank / k
+            else
+                ok = .false.
+                return
+            end if
+            first = first + 2
+        end do
+    end subroutine
+
+    subroutine initial_values()
+        integer :: cart_rank, ndims, coords3(3), i, j, k
+        integer(int64) :: gx, gy, gz
+        coords3 = 0
+        call MPI_Comm_rank(cart, cart_rank)
+        call MPI_Cartdim_get(cart, ndims)
+        call MPI_Cart_coords(cart, cart_rank, ndims, coords3)
+        u = 0
+        do i = 1, n
+            do j = 1, n
+                do k = 1, n
+                    gx = int(coords3(1), int64) * n + i
+                    gy = int(coords3(2), int64) * n + j
+                    gz = int(coords3(3), int64) * n + k
+                    u(k, j, i) = real(mod(gx * 7 + gy * 13 + gz * 29, 101_int64), real64) / 101.0_real64
+                end do
+            end do
+        end do
+    end subroutine
+
+    ! Face 'plane' of dimension 'dim' (0, 1, 2 as in C) of u into buf, or buf into it.
+    subroutine face(dim, plane, buf, to_buffer)
+        integer, intent(in) :: dim, plane
+        real(real64), intent(inout) :: buf(n * n)
+        logical, intent(in) :: to_buffer
+        select case (dim)
+        case (0)
+            if (to_buffer) then
+                buf = reshape(u(1:n, 1:n, plane), [n * n])
+            else
+                u(1:n, 1:n, plane) = reshape(buf, [n, n])
+            end if
+        case (1)
+            if (to_buffer) then
+                buf = reshape(u(1:n, plane, 1:n), [n * n])
+            else
+                u(1:n, plane, 1:n) = reshape(buf, [n, n])
+            end if
+        case default
+            if (to_buffer) then
+                buf = reshape(u(plane, 1:n, 1:n), [n * n])
+            else
+                u(plane, 1:n, 1:n) = reshape(buf, [n, n])
+            end if
+        end select
+    end subroutine
+
+    ! The six faces, as exchange_halos in jacobi3d.c; returns the MPI error.
+    integer function exchange_halos() result(err)
+        integer :: self, ndims, dims(3), coords3(3), dim, dir, low, high, to, from
+        logical :: periods(3)
+        call MPI_Comm_rank(cart, self)
+        call MPI_Cartdim_get(cart, ndims)
+        call MPI_Cart_get(cart, ndims, dims, periods, coords3)
+        do dim = 0, 2
+            if (dim < ndims) then
+                call MPI_Cart_shift(cart, dim, 1, low, high)
+            else
+                low = MPI_PROC_NULL
+                if (periods(1)) low = self
+                high = low
+            end if
+            ! Send the high face up, receive the low halo from below; then the reverse.
+            do dir = 0, 1
+                if (dir == 0) then
+                    to = high
+                    from = low
+                    call face(dim, n, send, .true.)
+                else
+                    to = low
+                    from = high
+                    call face(dim, 1, send, .true.)
+                end if
+                call MPI_Sendrecv(send, n * n, MPI_DOUBLE_PRECISION, to, dim * 2 + dir, recv, n * n, &
+                                  MPI_DOUBLE_PRECISION, from, dim * 2 + dir, cart, MPI_STATUS_IGNORE, err)
+                if (err /= MPI_SUCCESS) return
+                if (from == MPI_PROC_NULL) recv = 0
+                call face(dim, merge(0, n + 1, dir == 0), recv, .false.)
+            end do
+        end do
+        err = MPI_SUCCESS
+    end function
+
+    subroutine sweep()
+        integer :: i, j, k
+        do i = 1, n
+            do j = 1, n
+                do k = 1, n
+                    v(k, j, i) = (u(k, j, i - 1) + u(k, j, i + 1) + u(k, j - 1, i) + u(k, j + 1, i) + &
+                                  u(k - 1, j, i) + u(k + 1, j, i)) / 6.0_real64
+                end do
+            end do
+        end do
+        swap => u
+        u => v
+        v => swap
+    end subroutine
+
+    ! Sum of the block, then of all blocks in rank order at rank 0 (into total); returns the MPI error.
+    integer function checksum() result(err)
+        real(real64) :: mine
+        real(real64), allocatable :: all(:)
+        integer :: i, j, k, cart_rank, ranks
+        mine = 0
+        do i = 1, n
+            do j = 1, n
+                do k = 1, n
+                    mine = mine + u(k, j, i)
+                end do
+            end do
+        end do
+        call MPI_Comm_rank(cart, cart_rank)
+        call MPI_Comm_size(cart, ranks)
+        allocate(all(merge(ranks, 1, cart_rank == 0)))
+        call MPI_Gather(mine, 1, MPI_DOUBLE_PRECISION, all, 1, MPI_DOUBLE_PRECISION, 0, cart, err)
+        if (err == MPI_SUCCESS .and. cart_rank == 0) then
+            total = 0
+            do i = 1, ranks
+                total = total + all(i)
+            end do
+        end if
+    end function
+
+    ! Logical rank 0 reports the last recovery (it may be a promoted spare).
+    subroutine report_recovery(resume)
+        integer, intent(in) :: resume
+        type(sliding_recovery_times) :: t
+        integer, allocatable :: failed(:)
+        integer :: cart_rank, i
+        call MPI_Comm_rank(cart, cart_rank)
+        if (cart_rank /= 0) return
+        failed = sliding_failed(s)
+        t = sliding_last_recovery(s)
+        write(output_unit, '(a, i0, a)', advance='no') 'jacobi3d: recovered iteration=', resume, ' failed='
+        do i = 1, size(failed)
+            if (i > 1) write(output_unit, '(a)', advance='no') ','
+            write(output_unit, '(i0)', advance='no') failed(i)
+        end do
+        write(output_unit, '(a, i0, 13a, i0, a, i0)') ' attempts=', t%attempts, &
+            ' agree_ms=', fixed(t%agree * 1e3_real64, 3), ' map_ms=', fixed(t%mapping * 1e3_real64, 3), ' rebuild_ms=', fixed(t%rebuild * 1e3_real64, 3), &
+            ' state_ms=', fixed(t%state * 1e3_real64, 3), ' commit_ms=', fixed(t%commit * 1e3_real64, 3), &
+            ' total_ms=', fixed(t%total * 1e3_real64, 3), ' moved_bytes=', t%moved_bytes, ' buddy_bytes=', &
+            t%buddy_bytes
+        flush(output_unit)
+    end subroutine
+
+    ! A runtime error: every survivor gets the same one, and all of them leave with exit status 3.
+    subroutine fail(what, code)
+        character(*), intent(in) :: what
+        integer, intent(in) :: code
+        write(error_unit, '(6a)') 'jacobi3d: error step=', what, ' status=', sliding_status_name(code), ' message=', &
+            sliding_strerror(code)
+        call sliding_free(s)
+        call MPI_Finalize()
+        stop 3, quiet=.true.
+    end subroutine
+
+    ! C's "%.Nf": x with N decimals, a 0 before the point.
+    function fixed(x, decimals) result(out)
+        real(real64), intent(in) :: x
+        integer, intent(in) :: decimals
+        character(:), allocatable :: out
+        character(len=64) :: buffer, form
+        write(form, '(a, i0, a)') '(f0.', decimals, ')'
+        write(buffer, form) x
+        out = trim(buffer)
+        if (out(1:1) == '.') out = '0' // out
+        if (out(1:2) == '-.') out = '-0' // out(2:)
+    end function
+
+    ! The value printed (17 significant digits, as C's %.17g for the sizes this program sums).
+    function shortest(x) result(out)
+        real(real64), intent(in) :: x
+        character(:), allocatable :: out
+        character(len=64) :: buffer
+        write(buffer, '(g0.17)') x
+        out = trim(adjustl(buffer))
+    end function
+
+    pure function lower(text) result(out)
+        character(*), intent(in) :: text
+        character(len(text)) :: out
+        integer :: i
+        out = text
+        do i = 1, len(text)
+            if (text(i:i) >= 'A' .and. text(i:i) <= 'F') out(i:i) = achar(iachar(text(i:i)) + 32)
+        end do
+    end function
+
+end program jacobi3d

@@ -1,0 +1,337 @@
+! sliding.f90 -- the sliding runtime (sliding/runtime/include/sliding.h) from
+! Fortran 2018: `use sliding`, with `use mpi_f08` communicators.
+!
+! The calls are sliding.h's, under the same names, and do the same; the
+! functions return the runtime's status (SLIDING_OK or a code whose name
+! sliding_status_name gives and whose one-line message sliding_strerror
+! gives), as the C functions do:
+!
+!     type(sliding_t) :: s
+!     type(MPI_Comm) :: cart
+!     integer :: rc, role
+!     integer(int64) :: version
+!     real(real64), allocatable, target :: u(:,:,:)
+!     rc = sliding_create(MPI_COMM_WORLD, 'torus:3x2x2', 'x:1', 'hybrid', s)
+!     ! K processes per node: ..., s, block='2x2x1', node_key=rank / 4)
+!     rc = sliding_register(s, u)                ! every process, spares too
+!     rc = sliding_start(s, cart, role, version) ! spares wait here
+!     ...
+!     rc = sliding_recover(s, cart, role, version)
+!
+! Registered arrays are taken by reference and the runtime writes into them
+! at every recovery, long after sliding_register returns: give an array that
+! is TARGET or ALLOCATABLE (a plain local array may be a copy the compiler
+! made for the call) and keep it alive and in place (no deallocate, no
+! reallocation by assignment) until sliding_free. Any type and rank is
+! accepted; a strided section (u(1:n:2, :, :)) is refused with
+! SLIDING_ERR_NOT_CONTIGUOUS, since a copy would not see the recoveries.
+!
+! The optional arguments of sliding_create are the info keys of
+! sliding_create_info (block, node_key, node_coords); the C side
+! (sliding_fortran.c) builds the MPI_Info and does every conversion of an MPI
+! handle. The roles and SLIDING_OK are C's values (a test compares them).
+!
+! Build it with your program and the project's mpifort (after
+! eval "$(ftslide env)"):
+!   mpifort $SLIDING_CFLAGS sliding/fortran/sliding.f90 sliding/fortran/sliding_fortran.c prog.f90 $SLIDING_LIBS
+module sliding
+    use, intrinsic :: iso_c_binding
+    use mpi_f08, only: MPI_Comm
+    implicit none
+    private
+
+    public :: sliding_t, sliding_recovery_times
+    public :: SLIDING_OK, SLIDING_INITIAL, SLIDING_SURVIVOR, SLIDING_PROMOTED, SLIDING_FINISHED, SLIDING_POINT_ITER
+    public :: sliding_create, sliding_register, sliding_start, sliding_checkpoint, sliding_recover
+    public :: sliding_finalize, sliding_free, sliding_rank, sliding_node, sliding_lane, sliding_ranks
+    public :: sliding_ranks_per_node, sliding_failed, sliding_last_recovery, sliding_killpoint
+    public :: sliding_strerror, sliding_status_name, sliding_point_name
+
+    enum, bind(c) ! enum sliding_status's first value
+        enumerator :: SLIDING_OK = 0
+    end enum
+    enum, bind(c) ! enum sliding_role
+        enumerator :: SLIDING_INITIAL = 0, SLIDING_SURVIVOR = 1, SLIDING_PROMOTED = 2, SLIDING_FINISHED = 3
+    end enum
+    enum, bind(c) ! enum sliding_point's first value: the application's iteration point
+        enumerator :: SLIDING_POINT_ITER = 0
+    end enum
+
+    ! A runtime instance (sliding_t * in C).
+    type :: sliding_t
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+
+    ! Timing of the last successful recovery, in seconds (sliding.h's struct).
+    type, bind(c) :: sliding_recovery_times
+        real(c_double) :: agree, mapping, rebuild, state, commit, total
+        integer(c_int) :: attempts, failed_nodes
+        integer(c_int64_t) :: moved_bytes, buddy_bytes
+    end type
+
+    interface
+        integer(c_int) function c_create(comm, grid, spares, method, block, node_key, node_coords, out) &
+                bind(c, name='sliding_fortran_create')
+            import :: c_int, c_char, c_ptr
+            integer(c_int), intent(in) :: comm
+            character(kind=c_char), dimension(*), intent(in) :: grid, spares, method
+            type(c_ptr), value :: block, node_key, node_coords
+            type(c_ptr), intent(out) :: out
+        end function
+        integer(c_int) function c_register(s, array) bind(c, name='sliding_fortran_register')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+            type(*), dimension(..), intent(in) :: array
+        end function
+        integer(c_int) function c_start(s, cart, role, version) bind(c, name='sliding_fortran_start')
+            import :: c_int, c_int64_t, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int), intent(out) :: cart, role
+            integer(c_int64_t), intent(out) :: version
+        end function
+        integer(c_int) function c_recover(s, cart, role, version) bind(c, name='sliding_fortran_recover')
+            import :: c_int, c_int64_t, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int), intent(inout) :: cart
+            integer(c_int), intent(out) :: role
+            integer(c_int64_t), intent(out) :: version
+        end function
+        integer(c_int) function c_checkpoint(s, version) bind(c, name='sliding_checkpoint')
+            import :: c_int, c_int64_t, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int64_t), value :: version
+        end function
+        integer(c_int) function c_finalize(s) bind(c, name='sliding_finalize')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        subroutine c_free(s) bind(c, name='sliding_free')
+            import :: c_ptr
+            type(c_ptr), value :: s
+        end subroutine
+        integer(c_int) function c_rank(s) bind(c, name='sliding_rank')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_node(s) bind(c, name='sliding_node')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_lane(s) bind(c, name='sliding_lane')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_ranks(s) bind(c, name='sliding_ranks')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_ranks_per_node(s) bind(c, name='sliding_ranks_per_node')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_failed(s, nodes) bind(c, name='sliding_failed')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+            type(c_ptr), intent(out) :: nodes
+        end function
+        subroutine c_last_recovery(s, out) bind(c, name='sliding_last_recovery')
+            import :: c_ptr, sliding_recovery_times
+            type(c_ptr), value :: s
+            type(sliding_recovery_times), intent(out) :: out
+        end subroutine
+        subroutine c_killpoint(s, point) bind(c, name='sliding_killpoint')
+            import :: c_ptr, c_char
+            type(c_ptr), value :: s
+            character(kind=c_char), dimension(*), intent(in) :: point
+        end subroutine
+        type(c_ptr) function c_strerror(status) bind(c, name='sliding_strerror')
+            import :: c_ptr, c_int
+            integer(c_int), value :: status
+        end function
+        type(c_ptr) function c_status_name(status) bind(c, name='sliding_status_name')
+            import :: c_ptr, c_int
+            integer(c_int), value :: status
+        end function
+        type(c_ptr) function c_point_name(point) bind(c, name='sliding_point_name')
+            import :: c_ptr, c_int
+            integer(c_int), value :: point
+        end function
+        integer(c_size_t) function c_strlen(text) bind(c, name='strlen')
+            import :: c_size_t, c_ptr
+            type(c_ptr), value :: text
+        end function
+    end interface
+
+contains
+
+    ! sliding_create_info(comm, grid, spares, method, info, s) with the info
+    ! keys given: block ('2x2x1'), node_key (same key, same node), node_coords
+    ! (the path of a node coordinate file). Collective over comm.
+    integer function sliding_create(comm, grid, spares, method, s, block, node_key, node_coords) result(status)
+        type(MPI_Comm), intent(in) :: comm
+        character(*), intent(in) :: grid, spares, method
+        type(sliding_t), intent(out) :: s
+        character(*), intent(in), optional :: block, node_coords
+        integer, intent(in), optional :: node_key
+        character(len=:, kind=c_char), allocatable, target :: c_block, c_coords
+        integer(c_int), target :: c_key
+        type(c_ptr) :: block_ptr, key_ptr, coords_ptr
+
+        block_ptr = c_null_ptr
+        key_ptr = c_null_ptr
+        coords_ptr = c_null_ptr
+        if (present(block)) then
+            c_block = trim(block) // c_null_char
+            block_ptr = c_loc(c_block)
+        end if
+        if (present(node_key)) then
+            c_key = int(node_key, c_int)
+            key_ptr = c_loc(c_key)
+        end if
+        if (present(node_coords)) then
+            c_coords = trim(node_coords) // c_null_char
+            coords_ptr = c_loc(c_coords)
+        end if
+        status = c_create(comm%MPI_VAL, trim(grid) // c_null_char, trim(spares) // c_null_char, &
+                          trim(method) // c_null_char, block_ptr, key_ptr, coords_ptr, s%ptr)
+    end function
+
+    ! Register an array (any type and rank, contiguous, TARGET or ALLOCATABLE:
+    ! see the top of this file) that checkpoints and recoveries carry.
+    integer function sliding_register(s, array) result(status)
+        type(sliding_t), intent(in) :: s
+        type(*), dimension(..), intent(inout), target :: array
+        status = c_register(s%ptr, array)
+    end function
+
+    integer function sliding_start(s, cart, role, version) result(status)
+        type(sliding_t), intent(in) :: s
+        type(MPI_Comm), intent(out) :: cart
+        integer, intent(out) :: role
+        integer(c_int64_t), intent(out) :: version
+        integer(c_int) :: c_role
+        status = c_start(s%ptr, cart%MPI_VAL, c_role, version)
+        role = c_role
+    end function
+
+    ! On a failure during it, returns the MPI error (the previous checkpoint stays committed).
+    integer function sliding_checkpoint(s, version) result(status)
+        type(sliding_t), intent(in) :: s
+        integer(c_int64_t), intent(in) :: version
+        status = c_checkpoint(s%ptr, version)
+    end function
+
+    ! cart is replaced (the old one is freed by the runtime).
+    integer function sliding_recover(s, cart, role, version) result(status)
+        type(sliding_t), intent(in) :: s
+        type(MPI_Comm), intent(inout) :: cart
+        integer, intent(out) :: role
+        integer(c_int64_t), intent(out) :: version
+        integer(c_int) :: c_role
+        status = c_recover(s%ptr, cart%MPI_VAL, c_role, version)
+        role = c_role
+    end function
+
+    integer function sliding_finalize(s) result(status)
+        type(sliding_t), intent(in) :: s
+        status = c_finalize(s%ptr)
+    end function
+
+    subroutine sliding_free(s)
+        type(sliding_t), intent(inout) :: s
+        call c_free(s%ptr)
+        s%ptr = c_null_ptr
+    end subroutine
+
+    integer function sliding_rank(s)
+        type(sliding_t), intent(in) :: s
+        sliding_rank = c_rank(s%ptr)
+    end function
+
+    integer function sliding_node(s)
+        type(sliding_t), intent(in) :: s
+        sliding_node = c_node(s%ptr)
+    end function
+
+    integer function sliding_lane(s)
+        type(sliding_t), intent(in) :: s
+        sliding_lane = c_lane(s%ptr)
+    end function
+
+    integer function sliding_ranks(s)
+        type(sliding_t), intent(in) :: s
+        sliding_ranks = c_ranks(s%ptr)
+    end function
+
+    integer function sliding_ranks_per_node(s)
+        type(sliding_t), intent(in) :: s
+        sliding_ranks_per_node = c_ranks_per_node(s%ptr)
+    end function
+
+    ! The agreed failed nodes, in the order they failed.
+    function sliding_failed(s) result(nodes)
+        type(sliding_t), intent(in) :: s
+        integer, allocatable :: nodes(:)
+        type(c_ptr) :: first
+        integer(c_int32_t), pointer :: c_nodes(:)
+        integer :: n
+        n = c_failed(s%ptr, first)
+        allocate(nodes(n))
+        if (n > 0) then
+            call c_f_pointer(first, c_nodes, [n])
+            nodes = c_nodes
+        end if
+    end function
+
+    function sliding_last_recovery(s) result(times)
+        type(sliding_t), intent(in) :: s
+        type(sliding_recovery_times) :: times
+        call c_last_recovery(s%ptr, times)
+    end function
+
+    ! Fault injection at the point named (sliding.h): 'iter=12'.
+    subroutine sliding_killpoint(s, point)
+        type(sliding_t), intent(in) :: s
+        character(*), intent(in) :: point
+        call c_killpoint(s%ptr, trim(point) // c_null_char)
+    end subroutine
+
+    function sliding_strerror(status) result(text)
+        integer, intent(in) :: status
+        character(:), allocatable :: text
+        text = from_c(c_strerror(int(status, c_int)))
+    end function
+
+    ! The name of a status ('ERR_NO_SPARE'), '' for a value that is none.
+    function sliding_status_name(status) result(text)
+        integer, intent(in) :: status
+        character(:), allocatable :: text
+        text = from_c(c_status_name(int(status, c_int)))
+    end function
+
+    ! The name of a kill point ('iter' for SLIDING_POINT_ITER), '' for a value that is none.
+    function sliding_point_name(point) result(text)
+        integer, intent(in) :: point
+        character(:), allocatable :: text
+        text = from_c(c_point_name(int(point, c_int)))
+    end function
+
+    ! A C string as a Fortran one ('' for NULL).
+    function from_c(text) result(out)
+        type(c_ptr), intent(in) :: text
+        character(:), allocatable :: out
+        character(kind=c_char), pointer :: chars(:)
+        integer :: i, n
+        if (.not. c_associated(text)) then
+            out = ''
+            return
+        end if
+        n = int(c_strlen(text))
+        call c_f_pointer(text, chars, [n])
+        allocate(character(n) :: out)
+        do i = 1, n
+            out(i:i) = chars(i)
+        end do
+    end function
+
+end module sliding

@@ -1,0 +1,64 @@
+/*
+ * sliding_fortran.c -- the C side of the Fortran module `sliding`
+ * (sliding.f90): the calls that take an MPI handle or an array of any rank.
+ *
+ * Fortran hands communicators over as their integer value (type(MPI_Comm)'s
+ * MPI_VAL), which only MPI_Comm_f2c/MPI_Comm_c2f turn into C handles and
+ * back: this file does all of that, so the module never assumes what a C
+ * handle is. An array of any type and rank arrives as a C descriptor
+ * (ISO_Fortran_binding.h, Fortran 2018's type(*), dimension(..)): its base
+ * address is registered as it is, without a copy, if it is contiguous.
+ *
+ * Compiled by the user's mpifort together with sliding.f90 (gfortran
+ * compiles a .c given on its command line with the matching gcc), against
+ * sliding.h ($SLIDING_CFLAGS) and libsliding ($SLIDING_LIBS).
+ */
+#include <ISO_Fortran_binding.h>
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sliding.h"
+
+/* The optional arguments are NULL when the Fortran caller left them out. */
+int sliding_fortran_create(const MPI_Fint *comm, const char *grid, const char *spares, const char *method,
+                           const char *block, const int *node_key, const char *node_coords, sliding_t **out)
+{
+    return sliding_create_options(MPI_Comm_f2c(*comm), grid, spares, method, block, node_key, node_coords, out);
+}
+
+/* The whole array, elem_len times its extents in bytes; a strided section is
+ * refused (registering it would need a copy that recoveries cannot see). */
+int sliding_fortran_register(sliding_t *s, const CFI_cdesc_t *array)
+{
+    if (array->base_addr == NULL) {
+        return SLIDING_ERR_ARG; /* an unallocated array */
+    }
+    if (!CFI_is_contiguous(array)) {
+        return SLIDING_ERR_NOT_CONTIGUOUS;
+    }
+    size_t bytes = array->elem_len;
+    for (int d = 0; d < array->rank; d++) {
+        if (array->dim[d].extent < 0) {
+            return SLIDING_ERR_ARG; /* an assumed-size array: its size is unknown */
+        }
+        bytes *= (size_t)array->dim[d].extent;
+    }
+    return sliding_register(s, array->base_addr, bytes);
+}
+
+int sliding_fortran_start(sliding_t *s, MPI_Fint *cart, int *role, int64_t *version)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int status = sliding_start(s, &c, role, version);
+    *cart = MPI_Comm_c2f(c);
+    return status;
+}
+
+int sliding_fortran_recover(sliding_t *s, MPI_Fint *cart, int *role, int64_t *version)
+{
+    MPI_Comm c = MPI_Comm_f2c(*cart);
+    int status = sliding_recover(s, &c, role, version);
+    *cart = MPI_Comm_c2f(c);
+    return status;
+}

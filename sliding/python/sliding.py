@@ -1,0 +1,263 @@
+"""The sliding runtime (``sliding/runtime/include/sliding.h``) from Python, over mpi4py communicators.
+
+A ctypes binding of ``libsliding.so``: the same calls as C, the communicators mpi4py's, the
+registered buffers numpy arrays taken by reference (no copy)::
+
+    from mpi4py import MPI
+    import numpy as np
+    import sliding
+
+    s = sliding.Sliding(MPI.COMM_WORLD, "torus:3x2x2", "x:1", "hybrid")  # block=, node_key=, node_coords=
+    u = np.zeros((10, 10, 10))
+    s.register(u)                         # every process, spares too; u must stay alive and in place
+    cart, role, version = s.start()       # spares wait here
+    while ...:
+        try:
+            cart.Sendrecv(...)            # uppercase, buffer-based calls on cart
+            s.checkpoint(it)              # raises MPI.Exception on a failure, as mpi4py's calls do
+        except MPI.Exception:
+            cart, role, version = s.recover()   # u holds checkpoint `version` again
+    s.finalize()
+    s.free()
+
+Use the uppercase, buffer-based methods of mpi4py on the Cartesian communicator (``Sendrecv``,
+``Gather``, ``Allreduce``): its lowercase collectives (``gather``, ``allreduce``) run on a private
+duplicate of the communicator, which the runtime's revoke does not reach, so a survivor could wait
+in one for ever.
+
+The library is the one at ``$SLIDING_LIBRARY`` (``eval "$(ftslide env)"`` sets it, with the
+project's Open MPI, against which mpi4py must be built too). The runtime's names come from it, as C
+spells them: :data:`Status` (``Status.ERR_NO_SPARE``), :data:`Role` (``Role.PROMOTED``) and
+:data:`Point` (``Point.ITER``; C spells its name ``"iter"``: ``Point.ITER.name.lower()``).
+
+Errors: :class:`SlidingError` (one line: the status name and the runtime's message) for a status
+other than ``OK``; :class:`ArrayError`, also a ``ValueError``, for an array that cannot be
+registered (not C-contiguous, not writeable); ``MPI.Exception`` from :meth:`Sliding.checkpoint`
+when a process failed during it. Each call costs what its C function costs, plus a ctypes call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from enum import IntEnum
+from functools import lru_cache
+
+import numpy as np
+from mpi4py import MPI
+
+__all__ = ["Sliding", "SlidingError", "ArrayError", "RecoveryTimes", "Status", "Role", "Point", "library"]
+
+LIBRARY_VARIABLE = "SLIDING_LIBRARY"
+_comm = ctypes.c_void_p  # Open MPI's MPI_Comm is a pointer; mpi4py gives it as Comm.handle
+
+
+class RecoveryTimes(ctypes.Structure):
+    """sliding_recovery_times: the last successful recovery's steps, in seconds, and bytes moved."""
+
+    _fields_ = [("agree", ctypes.c_double), ("mapping", ctypes.c_double), ("rebuild", ctypes.c_double),
+                ("state", ctypes.c_double), ("commit", ctypes.c_double), ("total", ctypes.c_double),
+                ("attempts", ctypes.c_int), ("failed_nodes", ctypes.c_int),
+                ("moved_bytes", ctypes.c_int64), ("buddy_bytes", ctypes.c_int64)]
+
+
+_SIGNATURES = {
+    "sliding_create_options": (ctypes.c_int, [_comm, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                              ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
+                                              ctypes.POINTER(ctypes.c_void_p)]),
+    "sliding_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "sliding_start": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_comm), ctypes.POINTER(ctypes.c_int),
+                                     ctypes.POINTER(ctypes.c_int64)]),
+    "sliding_checkpoint": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
+    "sliding_recover": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_comm), ctypes.POINTER(ctypes.c_int),
+                                       ctypes.POINTER(ctypes.c_int64)]),
+    "sliding_finalize": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_free": (None, [ctypes.c_void_p]),
+    "sliding_rank": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_node": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_lane": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_ranks": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_ranks_per_node": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_failed": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_int32))]),
+    "sliding_last_recovery": (None, [ctypes.c_void_p, ctypes.POINTER(RecoveryTimes)]),
+    "sliding_killpoint": (None, [ctypes.c_void_p, ctypes.c_char_p]),
+    "sliding_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "sliding_status_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sliding_role_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sliding_point_name": (ctypes.c_char_p, [ctypes.c_int]),
+}
+
+
+class SlidingError(Exception):
+    """A status of the runtime other than OK: ``status`` (a :data:`Status`) and ``message``, the
+    runtime's one line for it; str() is both."""
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        self.status = _enums()["Status"](status)
+        self.message = library().sliding_strerror(status).decode() + detail
+        super().__init__(f"{self.status.name}: {self.message}")
+
+
+class ArrayError(SlidingError, ValueError):
+    """An array that cannot be registered; the message says what to give instead."""
+
+
+@lru_cache(maxsize=None)
+def library() -> ctypes.CDLL:
+    """libsliding.so at $SLIDING_LIBRARY, its functions typed. A missing or unloadable library is a
+    one-line RuntimeError naming the fix."""
+    path = os.environ.get(LIBRARY_VARIABLE)
+    if not path:
+        raise RuntimeError(f"{LIBRARY_VARIABLE} is not set: run eval \"$(ftslide env)\" first (it builds "
+                           "libsliding.so and names it)")
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as exc:
+        raise RuntimeError(f"{LIBRARY_VARIABLE}={path} cannot be loaded ({exc}): run eval \"$(ftslide env)\" "
+                           "again") from None
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = restype, argtypes
+    return lib
+
+
+def _enum(name: str, name_of) -> type[IntEnum]:
+    """The C enumeration whose names name_of(0), name_of(1), ... gives (NULL after the last)."""
+    names: list[str] = []
+    while (text := name_of(len(names))) is not None:
+        names.append(text.decode())
+    return IntEnum(name, [(label.upper(), value) for value, label in enumerate(names)])
+
+
+@lru_cache(maxsize=None)
+def _enums() -> dict[str, type[IntEnum]]:
+    lib = library()
+    return {"Status": _enum("Status", lib.sliding_status_name), "Role": _enum("Role", lib.sliding_role_name),
+            "Point": _enum("Point", lib.sliding_point_name)}
+
+
+def __getattr__(name: str) -> type[IntEnum]:
+    """``Status``, ``Role`` and ``Point``: read from the library at first use."""
+    if name in ("Status", "Role", "Point"):
+        return _enums()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _check(status: int) -> None:
+    if status != 0:
+        raise SlidingError(status)
+
+
+def _cart(handle: ctypes.c_void_p) -> MPI.Cartcomm:
+    """The runtime's Cartesian communicator as an mpi4py object (COMM_NULL for none). The runtime
+    owns it and frees it at the next recovery: do not Free it."""
+    return MPI.Cartcomm.fromhandle(handle.value or MPI._handleof(MPI.COMM_NULL))
+
+
+class Sliding:
+    """One instance of the runtime over ``comm`` (sliding_create_options): a node grid with spares,
+    a method, and the info keys as keywords: ``block`` ("2x2x1"), ``node_key`` (an int: same key,
+    same node), ``node_coords`` (the path of a node coordinate file). Collective over ``comm``;
+    raises SlidingError with the status every process returns."""
+
+    def __init__(self, comm: MPI.Comm, grid: str, spares: str, method: str, *, block: str | None = None,
+                 node_key: int | None = None, node_coords: str | os.PathLike[str] | None = None) -> None:
+        self._arrays: list[np.ndarray] = []  # registered: kept alive as long as the runtime writes into them
+        self._s = ctypes.c_void_p()
+        key = ctypes.c_int(node_key) if node_key is not None else None
+        _check(library().sliding_create_options(
+            MPI._handleof(comm), grid.encode(), spares.encode(), method.encode(),
+            block.encode() if block is not None else None, ctypes.byref(key) if key is not None else None,
+            os.fsencode(node_coords) if node_coords is not None else None, ctypes.byref(self._s)))
+
+    def register(self, array: np.ndarray) -> None:
+        """Register ``array`` by reference (no copy): checkpoints and recoveries carry its bytes, and
+        a recovery writes the checkpoint back into it. It must be a C-contiguous, writeable numpy
+        array, kept alive and in place (no resize) while the runtime lives (this object holds a
+        reference). Every process registers the same sizes, before :meth:`start`."""
+        status = _enums()["Status"]
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise ArrayError(status.ERR_NOT_CONTIGUOUS, f" (got {_describe(array)})")
+        if not array.flags.writeable:
+            raise ArrayError(status.ERR_READ_ONLY, f" (got {_describe(array)}: array.copy() is writeable)")
+        _check(library().sliding_register(self._s, array.ctypes.data, array.nbytes))
+        self._arrays.append(array)
+
+    def start(self) -> tuple[MPI.Cartcomm, IntEnum, int]:
+        """(Cartesian communicator, role, version): workers return at once (Role.INITIAL), spares wait
+        until promoted (Role.PROMOTED, the arrays holding checkpoint ``version``, -1 for none) or
+        released (Role.FINISHED, with COMM_NULL)."""
+        return self._enter(library().sliding_start)
+
+    def checkpoint(self, version: int) -> None:
+        """Checkpoint the registered arrays as ``version``; collective over the workers. Raises
+        ``MPI.Exception`` when a process failed during it (the previous checkpoint stays)."""
+        rc = library().sliding_checkpoint(self._s, version)
+        if rc != 0:
+            raise MPI.Exception(rc)
+
+    def recover(self) -> tuple[MPI.Cartcomm, IntEnum, int]:
+        """After an ``MPI.Exception`` on the Cartesian communicator: (the new one, role, version), the
+        arrays holding checkpoint ``version`` (-1: none committed, arrays unchanged). Raises
+        SlidingError (e.g. ``ERR_NO_SPARE``), the same at every survivor."""
+        return self._enter(library().sliding_recover)
+
+    def _enter(self, call) -> tuple[MPI.Cartcomm, IntEnum, int]:
+        cart, role, version = _comm(), ctypes.c_int(), ctypes.c_int64()
+        _check(call(self._s, ctypes.byref(cart), ctypes.byref(role), ctypes.byref(version)))
+        return _cart(cart), _enums()["Role"](role.value), version.value
+
+    def finalize(self) -> None:
+        """Every worker at the end: releases the waiting processes."""
+        _check(library().sliding_finalize(self._s))
+
+    def free(self) -> None:
+        """Free the runtime's communicators and memory (every process); the arrays are released."""
+        library().sliding_free(self._s)
+        self._s = ctypes.c_void_p()
+        self._arrays.clear()
+
+    @property
+    def rank(self) -> int:
+        """Logical (Cartesian) rank, -1 if none."""
+        return library().sliding_rank(self._s)
+
+    @property
+    def node(self) -> int:
+        """This process's node: its grid node id."""
+        return library().sliding_node(self._s)
+
+    @property
+    def lane(self) -> int:
+        """Its index among its node's processes."""
+        return library().sliding_lane(self._s)
+
+    @property
+    def ranks(self) -> int:
+        """Logical ranks of the rank grid."""
+        return library().sliding_ranks(self._s)
+
+    @property
+    def ranks_per_node(self) -> int:
+        return library().sliding_ranks_per_node(self._s)
+
+    def failed(self) -> list[int]:
+        """The agreed failed nodes, in the order they failed."""
+        nodes = ctypes.POINTER(ctypes.c_int32)()
+        count = library().sliding_failed(self._s, ctypes.byref(nodes))
+        return [nodes[i] for i in range(count)]
+
+    def last_recovery(self) -> RecoveryTimes:
+        times = RecoveryTimes()
+        library().sliding_last_recovery(self._s, ctypes.byref(times))
+        return times
+
+    def killpoint(self, point: str) -> None:
+        """Fault injection (sliding.h): SIGKILL this node's processes if FTSLIDE_KILL names it at ``point``."""
+        library().sliding_killpoint(self._s, point.encode())
+
+
+def _describe(array: object) -> str:
+    if not isinstance(array, np.ndarray):
+        return f"a {type(array).__name__}, not a numpy array"
+    return f"a {array.dtype} array of shape {array.shape}, strides {array.strides}"
