@@ -320,10 +320,10 @@ contains
             write(output_unit, '(i0)', advance='no') failed(i)
         end do
         write(output_unit, '(a, i0, 13a, i0, a, i0)') ' attempts=', t%attempts, &
-            ' agree_ms=', fixed(t%agree * 1e3_real64, 3), ' map_ms=', fixed(t%mapping * 1e3_real64, 3), ' rebuild_ms=', fixed(t%rebuild * 1e3_real64, 3), &
-            ' state_ms=', fixed(t%state * 1e3_real64, 3), ' commit_ms=', fixed(t%commit * 1e3_real64, 3), &
-            ' total_ms=', fixed(t%total * 1e3_real64, 3), ' moved_bytes=', t%moved_bytes, ' buddy_bytes=', &
-            t%buddy_bytes
+            ' agree_ms=', fixed(t%agree * 1e3_real64, 3), ' map_ms=', fixed(t%mapping * 1e3_real64, 3), &
+            ' rebuild_ms=', fixed(t%rebuild * 1e3_real64, 3), ' state_ms=', fixed(t%state * 1e3_real64, 3), &
+            ' commit_ms=', fixed(t%commit * 1e3_real64, 3), ' total_ms=', fixed(t%total * 1e3_real64, 3), &
+            ' moved_bytes=', t%moved_bytes, ' buddy_bytes=', t%buddy_bytes
         flush(output_unit)
     end subroutine
 
