@@ -155,7 +155,7 @@ def test_layout_must_fit_the_process_count(mpi_prefix, jacobi):
     """8 processes for a 12-node grid: every process exits 2 with the runtime's one-line reason."""
     from ftslide.toolchain import mpi
 
-    result = mpi.run(mpi_prefix, ["-np", "8", str(jacobi), GRID, SPARES, "hybrid"], timeout=60)
+    result = mpi.run(mpi_prefix, ["-np", "8", *jacobi, GRID, SPARES, "hybrid"], timeout=60)
     assert result.returncode == 2, result.stderr
     assert "one process per node of the grid, spares included" in result.stderr
 
