@@ -19,17 +19,21 @@
 !     rc = sliding_recover(s, cart, role, version)
 !
 ! Registered arrays are taken by reference and the runtime writes into them
-! at every recovery, long after sliding_register returns: give an array that
-! is TARGET or ALLOCATABLE (a plain local array may be a copy the compiler
-! made for the call) and keep it alive and in place (no deallocate, no
-! reallocation by assignment) until sliding_free. Any type and rank is
-! accepted; a strided section (u(1:n:2, :, :)) is refused with
-! SLIDING_ERR_NOT_CONTIGUOUS, since a copy would not see the recoveries.
+! inside later calls (sliding_start, sliding_recover), long after
+! sliding_register returns: a registered array must be TARGET or ALLOCATABLE
+! (best both, as jacobi3d.f90 does: TARGET tells the compiler that other
+! calls may change it, so it keeps no stale copy in registers), a variable
+! (not an expression, which would be a temporary), and it must stay alive and
+! in place (no deallocate, no reallocation by assignment) until sliding_free.
+! Any type and rank is accepted; a strided section (u(1:n:2, :, :)) is refused
+! with SLIDING_ERR_NOT_CONTIGUOUS, since a copy would not see the recoveries.
 !
 ! The optional arguments of sliding_create are the info keys of
-! sliding_create_info (block, node_key, node_coords); the C side
-! (sliding_fortran.c) builds the MPI_Info and does every conversion of an MPI
-! handle. The roles and SLIDING_OK are C's values (a test compares them).
+! sliding_create_info (block, node_key, node_coords), which the C side builds
+! into an MPI_Info (sliding_fortran.c, through sliding_create_options); that C
+! side does every conversion of an MPI handle too. SLIDING_OK, the roles and
+! SLIDING_POINT_ITER are C's values (tests/test_sliding_languages.py compares
+! them).
 !
 ! Build it with your program and the project's mpifort (after
 ! eval "$(ftslide env)"):
