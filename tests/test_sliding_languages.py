@@ -4,8 +4,9 @@ sliding/python, numpy and mpi4py), with real processes and SIGKILL.
 jacobi3d.f90 and jacobi3d.py run the kill schedules of the C example's tests
 (tests/test_sliding_runtime.py: SCHEDULES, whose entries name each node killed and the point where
 it dies) on torus:3x2x2 with the spare plane x:1, 12 processes, and with 2 processes per node (24,
-nodes 1 and 6 dying whole at iterations 12 and 23); every run must end with the checksum of the
-language's failure-free run, which must also be the C program's, bit for bit. Then the bindings
+nodes 1 and 6 dying whole at iterations 12 and 23), and the Python one on an emulated cluster; every
+run must end with the checksum of the language's failure-free run, which must also be the C
+program's, bit for bit. Then the bindings
 themselves on np 2 (tests/mpi/sliding/register.{f90,py}): Fortran's constants against C's, the
 arrays each one takes, and the one-line errors for the others; the README's mpifort line; a Python
 program without SLIDING_LIBRARY; `ftslide demo --lang cobol`.
@@ -14,8 +15,10 @@ program without SLIDING_LIBRARY; `ftslide demo --lang cobol`.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -104,6 +107,25 @@ def test_two_processes_per_node(mpi_prefix, program):
     assert [r.failed for r in run.recoveries] == [[1], [1, 6]]
     assert [r.resume_iteration for r in run.recoveries] == [10, 20]
     assert run.checksum == base.checksum
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_python_on_a_cluster(tmp_path):
+    """faults --cluster --lang python: 12 namespaces, 11 of them reached through the launch agent; a node
+    dies whole, its daemon with it, at an iteration, and during a recovery's state moves; every run
+    recovers with the failure-free checksum and leaves no namespace. (The binding's PYTHONPATH and
+    SLIDING_LIBRARY go with mpirun's -x, which daemons that ssh starts need; this cluster's agent passes
+    the whole environment, so the test would pass without them too.)"""
+    report = tmp_path / "report.json"
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--cluster", "--lang", "python", "--runs",
+                             "2", "--seed", "3", "--phases", "iteration,recovery_state", "--out", str(report)],
+                            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    assert report.exists(), result.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    assert [r["outcome"] for r in doc["runs"]] == ["recovered", "recovered"], json.dumps(doc["runs"], indent=1)[:6000]
+    assert result.returncode == 0 and all(r["daemons_lost"] == len(r["landed"]) > 0 for r in doc["runs"])
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith("ftf")]
 
 
 # ---- the bindings themselves ------------------------------------------------------------------------------
