@@ -4,8 +4,8 @@ node grid.
 The example links the sliding runtime (``sliding/runtime``) and the substitution core
 (``sliding/core``) from source with the build's mpicc: in C, in Fortran (with the module
 ``sliding/fortran``, by the build's mpifort) or in Python (numpy and the build's mpi4py, through the
-binding ``sliding/python/sliding.py``); the three print the same lines and the same checksum. K MPI processes run per node of the
-grid, spares included (K = 1 unless told: one process per node, process n on node n); with
+binding ``sliding/python/sliding.py``); the three print the same lines and the same checksum. K MPI
+processes run per node of the grid, spares included (K = 1 unless told: one process per node, process n on node n); with
 K > 1 each node runs a block of the rank grid (``core.make_block``), and on one machine every K
 consecutive processes form a node (``jacobi3d --emulate-nodes K``), unless the nodes are the
 processes that share memory (an emulated cluster). The program prints one
@@ -47,9 +47,8 @@ from ..toolchain.ompi import cache_root
 from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
-__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "build_library", "link_flags", "build",
-           "python_environment",
-           "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
+__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "build_library", "link_flags",
+           "build", "python_environment", "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
            "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
 
 SLIDING = REPO / "sliding"
