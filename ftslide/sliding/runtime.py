@@ -4,13 +4,13 @@ node grid.
 The example links the sliding runtime (``sliding/runtime``) and the substitution core
 (``sliding/core``) from source with the build's mpicc: in C, in Fortran (with the module
 ``sliding/fortran``, by the build's mpifort) or in Python (numpy and the build's mpi4py, through the
-binding ``sliding/python/sliding.py``); the three print the same lines and the same checksum. K MPI
-processes run per node of the grid, spares included (K = 1 unless told: one process per node, process n on node n); with
-K > 1 each node runs a block of the rank grid (``core.make_block``), and on one machine every K
-consecutive processes form a node (``jacobi3d --emulate-nodes K``), unless the nodes are the
-processes that share memory (an emulated cluster). The program prints one
-``jacobi3d: EVENT KEY=VALUE ...`` line per event (its header comment lists them), which
-:func:`parse` reads.
+binding ``sliding/python/sliding.py``); the three print the same lines and the same checksum. K
+MPI processes run per node of the grid, spares included (K = 1 unless told: one process per node,
+process n on node n); with K > 1 each node runs a block of the rank grid (``core.make_block``),
+and on one machine every K consecutive processes form a node (``jacobi3d --emulate-nodes K``),
+unless the nodes are the processes that share memory (an emulated cluster). The program prints
+one ``jacobi3d: EVENT KEY=VALUE ...`` line per event (jacobi3d.c's header comment lists them),
+which :func:`parse` reads.
 
 The runtime's names are its own (``sliding/runtime/include/sliding_names.h``): :data:`Point`, its
 kill points, and :data:`Status`, its status codes, are enumerations read from
