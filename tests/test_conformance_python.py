@@ -141,10 +141,9 @@ class Comm:
 '''
 
 
-def test_mpi4py_of_another_mpi_is_refused(tmp_path):
-    """An mpi4py that loads another libmpi (here a stand-in package first on PYTHONPATH whose MPI module
-    loads a libmpi.so.40 of its own), and a Python without mpi4py: `ftslide run` refuses each in one
-    line naming `ftslide build-mpi4py`, with a non-zero exit, before launching anything."""
+def another_mpi4py(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in mpi4py package whose MPI module loads a libmpi.so.40 of its own, as one built against
+    another MPI would: (the folder to put first on PYTHONPATH, that libmpi)."""
     other = tmp_path / "other-mpi" / "lib"
     other.mkdir(parents=True)
     (tmp_path / "empty.c").write_text("int other_mpi_marker;\n")
@@ -155,11 +154,19 @@ def test_mpi4py_of_another_mpi_is_refused(tmp_path):
     (package / "__init__.py").write_text(
         f"__version__ = {pympi.MPI4PY_VERSION!r}\nclass _RC: pass\nrc = _RC()\n")
     (package / "MPI.py").write_text(FAKE_MPI4PY.format(library=str(other / "libmpi.so.40")))
+    return package.parent, other / "libmpi.so.40"
+
+
+def test_mpi4py_of_another_mpi_is_refused(tmp_path):
+    """An mpi4py that loads another libmpi (here a stand-in package first on PYTHONPATH whose MPI module
+    loads a libmpi.so.40 of its own), and a Python without mpi4py: `ftslide run` refuses each in one
+    line naming `ftslide build-mpi4py`, with a non-zero exit, before launching anything."""
+    site, libmpi = another_mpi4py(tmp_path)
     program = tmp_path / "prog.py"
     program.write_text("raise SystemExit('launched')\n")
-    env = {**launch_environment(), "PYTHONPATH": str(tmp_path / "site")}
+    env = {**launch_environment(), "PYTHONPATH": str(site)}
     result = ftslide("run", "-np", "2", "python3", str(program), env=env)
-    assert_one_line_error(result, "built against another MPI", str(other / "libmpi.so.40"), "Open MPI v4.1.4",
+    assert_one_line_error(result, "built against another MPI", str(libmpi), "Open MPI v4.1.4",
                           "ftslide build-mpi4py")
     assert "launched" not in result.stderr + result.stdout
     bare = Path("/usr/bin/python3")

@@ -27,6 +27,7 @@ from ftslide.toolchain import mpi
 from ftslide.toolchain.native import REPO, c_enum
 from mpiharness import FORTRAN_MODULES, MPI_SOURCES, PYTHON_HELPERS
 from test_build import assert_one_line_error, ftslide
+from test_conformance_python import another_mpi4py
 from test_sliding_runtime import GRID, SCHEDULE_IDS, SCHEDULES, SPARES
 
 pytestmark = pytest.mark.mpi
@@ -212,3 +213,12 @@ def test_readme_fortran_line_and_library(mpi_prefix, mpi4py_python, tmp_path):
 def test_demo_unknown_language_is_one_line():
     result = ftslide("demo", "--lang", "cobol")
     assert_one_line_error(result, "--lang", "cobol")
+
+
+def test_python_demo_refuses_another_mpi4py(tmp_path):
+    """An mpi4py built against another MPI (a stand-in first on PYTHONPATH): `ftslide demo --lang python`
+    and `ftslide faults --lang python` stop in one line naming `ftslide build-mpi4py`, before any launch."""
+    site, libmpi = another_mpi4py(tmp_path)
+    for command in (["demo"], ["faults", "--runs", "1"]):
+        result = ftslide(*command, "--lang", "python", env={"PYTHONPATH": str(site)})
+        assert_one_line_error(result, "built against another MPI", str(libmpi), "ftslide build-mpi4py")
