@@ -48,8 +48,8 @@ from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
 __all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "build_library", "link_flags",
-           "build", "python_environment", "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
-           "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
+           "build", "python_environment", "runtime_methods", "runtime_points", "iteration_point", "parse_kill",
+           "node_count", "node_options", "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((SLIDING / "core" / "src").glob("*.c")))
