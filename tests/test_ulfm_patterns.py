@@ -103,15 +103,27 @@ SECOND_SPAWN_ACROSS_NODES = pytest.mark.xfail(
     strict=True, reason="Open MPI 5.0.7: a second-generation spawn across nodes lacks the first job's modex")
 
 
-@pytest.mark.timeout(600)
+def spawn_went_wrong(outcome: Outcome) -> bool:
+    """The one-generation spawn's own failure across nodes in Open MPI 5.0.7, with either module set
+    (about 1 run in 8): mpirun's PMIx server fails to unpack the spawn's connect data
+    (prted/pmix/pmix_server_dyn.c) and aborts, or the launch hangs inside MPI_Comm_spawn."""
+    return "pmix_server_dyn.c" in outcome.output or (outcome.verdict == "hang" and "MPI_Comm_spawn" in outcome.stacks)
+
+
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", [pytest.param(name, marks=SECOND_SPAWN_ACROSS_NODES) if name == "respawn-twice"
                                   else name for name in PATTERNS])
 def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
-    """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills."""
+    """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills. `respawn` is run up to
+    three times while it fails the way Open MPI 5.0.7's spawn fails across nodes (spawn_went_wrong);
+    any other failure fails at once."""
     pattern = PATTERNS[name]
-    outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, 1, "ours", timeout=120, cluster=cluster,
-                          wrap=lambda argv: netcluster.job_argv(cluster, argv),
-                          env=netcluster.launch_environment())
+    for attempt in range(3 if name == "respawn" else 1):
+        outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, 1, "ours", timeout=120, cluster=cluster,
+                              wrap=lambda argv: netcluster.job_argv(cluster, argv),
+                              env=netcluster.launch_environment())
+        if outcome.ok or not spawn_went_wrong(outcome):
+            break
     assert outcome.ok, describe(outcome)
 
 
