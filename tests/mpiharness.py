@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import pytest
+
 from ftslide.toolchain import mpi
 
 MPI_SOURCES = Path(__file__).parent / "mpi"
@@ -21,6 +23,13 @@ MPI_SOURCES = Path(__file__).parent / "mpi"
 # compile_program), and where Python programs find ftcheck.py.
 FORTRAN_MODULES = (MPI_SOURCES / "fortran" / "ftcheck.f90",)
 PYTHON_HELPERS = MPI_SOURCES / "python"
+# The ULFM error names the programs report, and the two module sets a conformance test runs under:
+# ours (the build's defaults) and upstream's agreement and revoke.
+PF = "MPIX_ERR_PROC_FAILED"
+REVOKED = "MPIX_ERR_REVOKED"
+OK = "MPI_SUCCESS"
+MODULES = pytest.mark.parametrize("modules", [(), ("--mca", "coll", "^ftera", "--mca", "mpi_ft_reliable_bcast", "bmg")],
+                                  ids=["ours", "upstream"])
 _REPORT = re.compile(r"^ftcheck rank=(\d+) ([A-Za-z0-9_]+)=(.*)$")
 _KILLED = re.compile(r"ftslide: rank (\d+) killed at (\S+)")
 
@@ -105,3 +114,25 @@ def check_survive_output(stdout: str) -> None:
     members = [10] * first + [1 + 2 + 4] * (second - first) + [1 + 4] * (20 - second)
     checksum = sum(total * (it + 1) for it, total in enumerate(members))
     assert done.groups() == ("2", "2", str(checksum), "all sums correct"), stdout
+
+
+def assert_all(run: MpiRun, key: str, ranks: Sequence[int], expected: str) -> None:
+    """Every one of ``ranks`` reported ``key`` = ``expected``."""
+    got = run.values(key, ranks)
+    assert got == {rank: expected for rank in ranks}, f"{key}: {got}\n{run.describe()}"
+
+
+def assert_shrunk_twice(run: MpiRun, survivors: Sequence[int]) -> None:
+    """What the shrink programs of tests/mpi/fortran and tests/mpi/python report at np 5 with ranks 1
+    and 3 killed: MPIX_Comm_shrink and MPIX_Comm_ishrink both succeed, and each new communicator holds
+    the survivors 0, 2, 4 in order and sums their 1s."""
+    assert_all(run, "shrink", survivors, OK)
+    assert_all(run, "ishrink", survivors, OK)
+    assert_all(run, "ishrink_test", survivors, OK)
+    for comm in ("shrunk", "ishrunk"):
+        assert_all(run, f"{comm}_size", survivors, "3")
+        assert_all(run, f"{comm}_order", survivors, "0,2,4")
+        assert run.values(f"{comm}_new_rank", survivors) == {0: "0", 2: "1", 4: "2"}, run.describe()
+        assert_all(run, f"{comm}_allreduce", survivors, OK)
+        assert_all(run, f"{comm}_sum", survivors, "3")
+    assert_all(run, "finished", survivors, "1")
