@@ -29,6 +29,7 @@ int64_t slide_routed_words_(const slide_layout *lay)
 {
     return slide_fold_words_(lay) + 2 * (int64_t)lay->ranks /* hybrid's map, a surface */ +
            2 * (int64_t)lay->nodes /* a surface's holes and tiles */ +
+           7 * (int64_t)lay->nodes /* a labelled surface's search */ +
            (LAYERS + 1) * (int64_t)lay->net.links /* loads, scratch loads */ +
            LAYERS * hist_len(lay) +
            (int64_t)lay->nodes /* n2r */ + 2 * (int64_t)lay->ranks /* moves */ +
@@ -59,6 +60,10 @@ typedef struct routed {
     int32_t *surf_map;     /* [ranks] a surface candidate's map */
     int32_t *surf_hole;    /* [lines] the failed or unused node's coordinate on each line, -1 */
     int32_t *surf_tile;    /* [lines] the coordinate a tile's lines skip, -1 */
+    int32_t *surf_label;   /* [lines] a labelled surface: the coordinate each line skips */
+    int32_t *surf_try;     /* [lines] the search's position in each line's values */
+    int32_t *surf_count;   /* [4 x lines] per line and group: neighbours above, below */
+    int32_t *surf_stack;   /* [lines] the labelled lines in the order labelled */
 } routed;
 
 /* A candidate's score, compared in this order (lower is better). phased is
@@ -527,6 +532,7 @@ static void commit_moves(routed *rt)
 typedef struct surface {
     int e, d;
     uint64_t cut[2];
+    int labelled; /* lines skip rt->surf_label (surface_labels()), not per tile */
 } surface;
 
 /* Whether logical dimension d can be laid along physical e with one node to skip per line, the
@@ -596,10 +602,192 @@ static void surface_map(routed *rt, const surface *sf, int32_t *out)
     for (int32_t r = 0; r < lay->ranks; r++) {
         const int32_t lc[3] = {r / (L[1] * L[2]), r / L[2] % L[1], r % L[2]};
         const int32_t a = lc[q[0]], b = lc[q[1]], i = lc[sf->d];
-        const int32_t t = skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)];
+        const int32_t t = sf->labelled ? rt->surf_label[a * n1 + b]
+                                       : skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)];
         const int32_t h = t >= 0 ? t : ne - 1;
         out[r] = (i + (i >= h)) * lay->stride[sf->e] + a * lay->stride[p[0]] + b * lay->stride[p[1]];
     }
+}
+
+/* Steps of the label search per surface; it backtracks, so past this it gives up (no candidate). */
+#define SURFACE_LABEL_STEPS 20000
+
+/* One neighbour line of line (a, b) along side k toward dir, or -1 (off a mesh, or a side of
+ * one line; a side of two lines has one neighbour). */
+static int32_t side_neighbour(const routed *rt, int32_t a, int32_t b, const int32_t n[2], int k, int dir)
+{
+    if (n[k] < 2 || (n[k] == 2 && dir < 0))
+        return -1;
+    int32_t c = (k ? b : a) + dir;
+    if (c < 0 || c >= n[k]) {
+        if (!rt->lay->grid.periodic)
+            return -1;
+        c = (c + n[k]) % n[k];
+    }
+    return k ? a * n[1] + c : c * n[1] + b;
+}
+
+/* Place label v on line i = (a, b) if the lines labelled so far allow it: a neighbour line
+ * with another label shifts part of the line's ranks by one node against this line's, and
+ * their messages run along one of the two lines (the line of whichever end is routed along e
+ * later). The messages from neighbours labelled above reach the node after the hole, those from
+ * neighbours below the node before it: two of one kind on one line, from sides routed on the
+ * same side of e, share a link with the line's own message (load 3). So per line and group
+ * (sides routed before e, after e) at most one neighbour above and one below. Returns 0 (and
+ * changes nothing) if v breaks that. */
+static int place_label(routed *rt, int32_t a, int32_t b, const int32_t n[2], const int group[2], int32_t v)
+{
+    const int32_t i = a * n[1] + b;
+    int32_t *cnt = rt->surf_count; /* [line * 4 + group * 2 + (0 above, 1 below)] */
+    int32_t mine[4] = {0, 0, 0, 0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < 2; k++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                const int32_t m = side_neighbour(rt, a, b, n, k, dir);
+                if (m < 0 || rt->surf_label[m] < 0 || rt->surf_label[m] == v)
+                    continue;
+                const int above = rt->surf_label[m] > v; /* m above this line */
+                const int32_t g = group[k] * 2;
+                if (pass == 0) {
+                    if (++mine[g + !above] > 1 || cnt[m * 4 + g + above] > 0)
+                        return 0;
+                } else {
+                    cnt[i * 4 + g + !above]++;
+                    cnt[m * 4 + g + above]++;
+                }
+            }
+    rt->surf_label[i] = v;
+    return 1;
+}
+
+/* Take line (a, b)'s label back (it was the last placed). */
+static void lift_label(routed *rt, int32_t a, int32_t b, const int32_t n[2], const int group[2])
+{
+    const int32_t i = a * n[1] + b, v = rt->surf_label[i];
+    rt->surf_label[i] = -1;
+    for (int k = 0; k < 2; k++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            const int32_t m = side_neighbour(rt, a, b, n, k, dir);
+            if (m < 0 || rt->surf_label[m] < 0 || rt->surf_label[m] == v)
+                continue;
+            const int above = rt->surf_label[m] > v;
+            rt->surf_count[i * 4 + group[k] * 2 + !above]--;
+            rt->surf_count[m * 4 + group[k] * 2 + above]--;
+        }
+}
+
+/* The k-th value line i = (a, b) tries: its hole's coordinate if it has one; else the labels of
+ * its labelled neighbours (sides and directions in order), then one coordinate of each run
+ * between the holes' ones (vals); -2 for a repeat to skip, -1 past the end. */
+static int32_t label_value(const routed *rt, int32_t a, int32_t b, const int32_t n[2], int32_t k,
+                           const int32_t *vals, int32_t nv)
+{
+    const int32_t i = a * n[1] + b;
+    if (rt->surf_hole[i] >= 0)
+        return k == 0 ? rt->surf_hole[i] : -1;
+    int32_t seen[4], ns = 0;
+    for (int side = 0; side < 2; side++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            const int32_t m = side_neighbour(rt, a, b, n, side, dir);
+            const int32_t v = m >= 0 ? rt->surf_label[m] : -1;
+            int dup = v < 0;
+            for (int32_t j = 0; j < ns && !dup; j++)
+                dup = seen[j] == v;
+            if (ns == k)
+                return dup ? -2 : v;
+            seen[ns++] = dup ? -1 : v;
+        }
+    if (k - 4 >= nv)
+        return -1;
+    for (int32_t j = 0; j < 4; j++)
+        if (seen[j] == vals[k - 4])
+            return -2;
+    return vals[k - 4];
+}
+
+/* rt->surf_label for a surface along e (surface_holes(e) done): the coordinate each line skips,
+ * its hole's where it has one, such that place_label()'s rule holds on every line (then the
+ * stencil's max load is 2 on a torus or mesh routed in dimension order). A backtracking search
+ * that labels next the line with the fewest values left (ties: lowest line), trying its
+ * neighbours' labels first; 0 when it finds none within SURFACE_LABEL_STEPS steps or the lines are
+ * longer than 64 nodes. Deterministic. Cost O(steps x lines). */
+static int surface_labels(routed *rt, int e)
+{
+    const slide_layout *lay = rt->lay;
+    int p[2];
+    other_dims(e, p);
+    const int32_t n[2] = {lay->grid.size[p[0]], lay->grid.size[p[1]]}, ne = lay->grid.size[e];
+    const int32_t lines = n[0] * n[1];
+    if (ne > 64)
+        return 0;
+    int pos[SLIDE_MAX_DIMS] = {0, 0, 0};
+    for (int k = 0; k < lay->grid.ndims; k++)
+        pos[rt->net->order[k]] = k;
+    const int group[2] = {pos[p[0]] > pos[e], pos[p[1]] > pos[e]};
+    uint64_t holes = 0;
+    for (int32_t i = 0; i < lines; i++) {
+        rt->surf_label[i] = rt->surf_try[i] = -1;
+        rt->surf_count[4 * i] = rt->surf_count[4 * i + 1] = rt->surf_count[4 * i + 2] = rt->surf_count[4 * i + 3] = 0;
+        if (rt->surf_hole[i] >= 0)
+            holes |= 1ull << rt->surf_hole[i];
+    }
+    int32_t vals[64], nv = 0;
+    for (int32_t v = 0; v < ne; v++)
+        if (holes >> v & 1 || v == 0 || holes >> (v - 1) & 1)
+            vals[nv++] = v;
+    int32_t *stack = rt->surf_stack, depth = 0;
+    for (int64_t steps = 0; steps <= SURFACE_LABEL_STEPS; steps++) {
+        if (depth == lines)
+            return 1;
+        /* the unlabelled line with the fewest values place_label() accepts */
+        int32_t pick = -1, fewest = 0x7fffffff;
+        for (int32_t i = 0; i < lines && fewest > 0; i++) {
+            if (rt->surf_label[i] >= 0)
+                continue;
+            const int32_t a = i / n[1], b = i % n[1];
+            int32_t count = 0;
+            for (int32_t k = 0; count < fewest; k++) {
+                const int32_t v = label_value(rt, a, b, n, k, vals, nv);
+                if (v == -1)
+                    break;
+                if (v >= 0 && place_label(rt, a, b, n, group, v)) {
+                    lift_label(rt, a, b, n, group);
+                    count++;
+                }
+            }
+            if (count < fewest) {
+                fewest = count;
+                pick = i;
+            }
+        }
+        int32_t i = pick;
+        if (fewest > 0) {
+            stack[depth] = i;
+            rt->surf_try[i] = -1;
+        } else {
+            if (--depth < 0)
+                return 0;
+            i = stack[depth];
+            lift_label(rt, i / n[1], i % n[1], n, group);
+        }
+        /* line i's next accepted value, else back to the line before it */
+        for (;;) {
+            const int32_t v = label_value(rt, i / n[1], i % n[1], n, ++rt->surf_try[i], vals, nv);
+            if (v >= 0 && place_label(rt, i / n[1], i % n[1], n, group, v)) {
+                depth++;
+                break;
+            }
+            if (v == -1) {
+                if (--depth < 0)
+                    return 0;
+                i = stack[depth];
+                lift_label(rt, i / n[1], i % n[1], n, group);
+                if (++steps > SURFACE_LABEL_STEPS)
+                    return 0;
+            }
+        }
+    }
+    return 0;
 }
 
 /* Ways to cut a side of n lines into pieces of at least 2: every cut into pieces of 2 and 3
@@ -777,6 +965,71 @@ static void try_whole_map(routed *rt, pick *p, int32_t handled, candidate *c, co
     consider(p, rt, handled, c);
 }
 
+/* The tiling (side_cuts() on each side) of the surface along e that keeps apart every two of the
+ * nf failed lines (fa, fb) skipping different coordinates with the fewest lines in tiles holding a
+ * failure, stripes (one side whole) before any other if stripes_first; scored and considered. */
+static void try_tiling(routed *rt, pick *p, int32_t handled, candidate *c, slide_choice *ch, int e, int d,
+                       const int32_t *fa, const int32_t *fb, int32_t nf, const int32_t n[2], int stripes_first)
+{
+    enum { CAP = 512 };
+    uint64_t cuts[2][CAP];
+
+    uint64_t clash = 0; /* bit i*nf+j: failed lines i < j skip different coordinates */
+    for (int32_t i = 0; i < nf; i++)
+        for (int32_t j = i + 1; j < nf; j++)
+            if (rt->surf_hole[fa[i] * n[1] + fb[i]] != rt->surf_hole[fa[j] * n[1] + fb[j]])
+                clash |= 1ull << (i * nf + j);
+    const int nc[2] = {side_cuts(n[0], rt->lay->grid.periodic, cuts[0], CAP),
+                       side_cuts(n[1], rt->lay->grid.periodic, cuts[1], CAP)};
+    uint64_t together[2][CAP]; /* pairs in one piece along each side */
+    for (int k = 0; k < 2; k++)
+        for (int m = 0; m < nc[k]; m++) {
+            together[k][m] = 0;
+            for (int32_t i = 0; i < nf; i++)
+                for (int32_t j = i + 1; j < nf; j++) {
+                    const int32_t *f = k ? fb : fa;
+                    if (piece_of(cuts[k][m], f[i], n[k]) == piece_of(cuts[k][m], f[j], n[k]))
+                        together[k][m] |= 1ull << (i * nf + j);
+                }
+        }
+    int64_t best_cost = -1;
+    for (int m0 = 0; m0 < nc[0]; m0++)
+        for (int m1 = 0; m1 < nc[1]; m1++) {
+            if ((together[0][m0] & together[1][m1] & clash) != 0 ||
+                (cuts[0][m0] == 0 && cuts[1][m1] == 0))
+                continue;
+            /* lines in tiles that hold a failed line (each such tile once), after
+             * stripes where they matter */
+            int64_t cost = stripes_first && cuts[0][m0] != 0 && cuts[1][m1] != 0 ? (int64_t)n[0] * n[1] : 0;
+            for (int32_t i = 0; i < nf; i++) {
+                int seen = 0;
+                for (int32_t j = 0; j < i && !seen; j++)
+                    seen = piece_of(cuts[0][m0], fa[i], n[0]) == piece_of(cuts[0][m0], fa[j], n[0]) &&
+                           piece_of(cuts[1][m1], fb[i], n[1]) == piece_of(cuts[1][m1], fb[j], n[1]);
+                if (seen)
+                    continue;
+                int64_t size = 1;
+                for (int k = 0; k < 2; k++) {
+                    const uint64_t cut = cuts[k][m0 * (1 - k) + m1 * k];
+                    const int32_t at = piece_of(cut, k ? fb[i] : fa[i], n[k]);
+                    int32_t len = 0;
+                    for (int32_t x = 0; x < n[k]; x++)
+                        len += piece_of(cut, x, n[k]) == at;
+                    size *= len;
+                }
+                cost += size;
+            }
+            if (best_cost < 0 || cost < best_cost) {
+                best_cost = cost;
+                c->srf = (surface){e, d, {cuts[0][m0], cuts[1][m1]}, 0};
+            }
+        }
+    if (best_cost >= 0) {
+        surface_map(rt, &c->srf, rt->surf_map);
+        try_whole_map(rt, p, handled, c, rt->surf_map, ch);
+    }
+}
+
 /* Surface candidates (slide_core.h, SLIDE_ROUTED (e)) while the best load is above 1: per
  * fitting orientation, the rigid one (one tile) if the failed and unused nodes allow it, and while
  * the best load is above 2 the tiling (side_cuts() on each side) that keeps apart every two failed
@@ -786,8 +1039,6 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
 {
     const slide_layout *lay = rt->lay;
     const int nd = lay->grid.ndims;
-    enum { CAP = 512 };
-    uint64_t cuts[2][CAP];
     candidate c;
     memset(&c, 0, sizeof c);
     c.kind = SLIDE_CHOICE_SURFACE;
@@ -816,65 +1067,16 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
                     nf++;
                 }
             if (rigid) {
-                c.srf = (surface){e, d, {0, 0}};
+                c.srf = (surface){e, d, {0, 0}, 0};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
-            if (rigid || nf > SURFACE_FORCED_MAX || n[0] > SURFACE_SIDE_MAX || n[1] > SURFACE_SIDE_MAX ||
-                chosen(p)->sc.load_max <= 2)
+            if (rigid || chosen(p)->sc.load_max <= 2)
                 continue;
-            uint64_t clash = 0; /* bit i*nf+j: failed lines i < j skip different coordinates */
-            for (int32_t i = 0; i < nf; i++)
-                for (int32_t j = i + 1; j < nf; j++)
-                    if (rt->surf_hole[fa[i] * n[1] + fb[i]] != rt->surf_hole[fa[j] * n[1] + fb[j]])
-                        clash |= 1ull << (i * nf + j);
-            const int nc[2] = {side_cuts(n[0], lay->grid.periodic, cuts[0], CAP),
-                               side_cuts(n[1], lay->grid.periodic, cuts[1], CAP)};
-            uint64_t together[2][CAP]; /* pairs in one piece along each side */
-            for (int k = 0; k < 2; k++)
-                for (int m = 0; m < nc[k]; m++) {
-                    together[k][m] = 0;
-                    for (int32_t i = 0; i < nf; i++)
-                        for (int32_t j = i + 1; j < nf; j++) {
-                            const int32_t *f = k ? fb : fa;
-                            if (piece_of(cuts[k][m], f[i], n[k]) == piece_of(cuts[k][m], f[j], n[k]))
-                                together[k][m] |= 1ull << (i * nf + j);
-                        }
-                }
-            const int stripes_first = nd == 3 && e != rt->net->order[1];
-            int64_t best_cost = -1;
-            for (int m0 = 0; m0 < nc[0]; m0++)
-                for (int m1 = 0; m1 < nc[1]; m1++) {
-                    if ((together[0][m0] & together[1][m1] & clash) != 0 ||
-                        (cuts[0][m0] == 0 && cuts[1][m1] == 0))
-                        continue;
-                    /* lines in tiles that hold a failed line (each such tile once), after
-                     * stripes where they matter */
-                    int64_t cost = stripes_first && cuts[0][m0] != 0 && cuts[1][m1] != 0 ? (int64_t)n[0] * n[1] : 0;
-                    for (int32_t i = 0; i < nf; i++) {
-                        int seen = 0;
-                        for (int32_t j = 0; j < i && !seen; j++)
-                            seen = piece_of(cuts[0][m0], fa[i], n[0]) == piece_of(cuts[0][m0], fa[j], n[0]) &&
-                                   piece_of(cuts[1][m1], fb[i], n[1]) == piece_of(cuts[1][m1], fb[j], n[1]);
-                        if (seen)
-                            continue;
-                        int64_t size = 1;
-                        for (int k = 0; k < 2; k++) {
-                            const uint64_t cut = cuts[k][m0 * (1 - k) + m1 * k];
-                            const int32_t at = piece_of(cut, k ? fb[i] : fa[i], n[k]);
-                            int32_t len = 0;
-                            for (int32_t x = 0; x < n[k]; x++)
-                                len += piece_of(cut, x, n[k]) == at;
-                            size *= len;
-                        }
-                        cost += size;
-                    }
-                    if (best_cost < 0 || cost < best_cost) {
-                        best_cost = cost;
-                        c.srf = (surface){e, d, {cuts[0][m0], cuts[1][m1]}};
-                    }
-                }
-            if (best_cost >= 0) {
+            if (nf <= SURFACE_FORCED_MAX && n[0] <= SURFACE_SIDE_MAX && n[1] <= SURFACE_SIDE_MAX)
+                try_tiling(rt, p, handled, &c, ch, e, d, fa, fb, nf, n, nd == 3 && e != rt->net->order[1]);
+            if (chosen(p)->sc.load_max > 2 && surface_labels(rt, e)) {
+                c.srf = (surface){e, d, {0, 0}, 1};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
@@ -934,6 +1136,14 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     rt.surf_hole = p;
     p += lay->nodes;
     rt.surf_tile = p;
+    p += lay->nodes;
+    rt.surf_label = p;
+    p += lay->nodes;
+    rt.surf_try = p;
+    p += lay->nodes;
+    rt.surf_count = p;
+    p += 4 * (int64_t)lay->nodes;
+    rt.surf_stack = p;
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
@@ -1005,6 +1215,8 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
             adopt_map(&rt, hybrid_map);
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
             surface_holes(&rt, c->srf.e);
+            if (c->srf.labelled)
+                surface_labels(&rt, c->srf.e); /* deterministic: the labels it was scored with */
             surface_map(&rt, &c->srf, rt.surf_map);
             adopt_map(&rt, rt.surf_map);
         } else if (c->kind != SLIDE_CHOICE_NONE) {
@@ -1022,11 +1234,13 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
             ch.dim = c->srf.e;
             ch.dir = c->srf.d;
-            for (int k = 0; k < 2; k++) { /* pieces per side */
+            int q[2];
+            other_dims(c->srf.e, q);
+            for (int k = 0; k < 2; k++) { /* pieces per side (labelled: one per line) */
                 int32_t pieces = 0;
                 for (int bit = 0; bit < 64; bit++)
                     pieces += (int32_t)(c->srf.cut[k] >> bit & 1);
-                ch.width[k] = pieces > 0 ? pieces : 1;
+                ch.width[k] = c->srf.labelled ? lay->grid.size[q[k]] : pieces > 0 ? pieces : 1;
             }
         } else if (c->kind == SLIDE_CHOICE_CROSS) {
             ch.dim = c->crs.d;
