@@ -64,6 +64,7 @@ typedef struct routed {
     int32_t *surf_try;     /* [lines] the search's position in each line's values */
     int32_t *surf_count;   /* [4 x lines] per line and group: neighbours above, below */
     int32_t *surf_stack;   /* [lines] the labelled lines in the order labelled */
+    int64_t surf_work;     /* the label search's place_label() calls so far */
 } routed;
 
 /* A candidate's score, compared in this order (lower is better). phased is
@@ -609,8 +610,10 @@ static void surface_map(routed *rt, const surface *sf, int32_t *out)
     }
 }
 
-/* Steps of the label search per surface; it backtracks, so past this it gives up (no candidate). */
-#define SURFACE_LABEL_STEPS 20000
+/* The label search backtracks: it gives up (no candidate) past this many place_label() calls
+ * (about 10 ms), and on surfaces of more lines than SURFACE_LABEL_LINES (each step scans them). */
+#define SURFACE_LABEL_WORK 300000
+#define SURFACE_LABEL_LINES 1024
 
 /* One neighbour line of line (a, b) along side k toward dir, or -1 (off a mesh, or a side of
  * one line; a side of two lines has one neighbour). */
@@ -638,6 +641,7 @@ static int32_t side_neighbour(const routed *rt, int32_t a, int32_t b, const int3
 static int place_label(routed *rt, int32_t a, int32_t b, const int32_t n[2], const int group[2], int32_t v)
 {
     const int32_t i = a * n[1] + b;
+    rt->surf_work++;
     int32_t *cnt = rt->surf_count; /* [line * 4 + group * 2 + (0 above, 1 below)] */
     int32_t mine[4] = {0, 0, 0, 0};
     for (int pass = 0; pass < 2; pass++)
@@ -705,12 +709,57 @@ static int32_t label_value(const routed *rt, int32_t a, int32_t b, const int32_t
     return vals[k - 4];
 }
 
+/* Take the top line of the search's stack back; 0 if the stack is empty. */
+static int pop_label(routed *rt, int32_t *depth, const int32_t n[2], const int group[2])
+{
+    if (--*depth < 0)
+        return 0;
+    const int32_t i = rt->surf_stack[*depth];
+    lift_label(rt, i / n[1], i % n[1], n, group);
+    return 1;
+}
+
+/* The unlabelled line to label next: of those with a hole or a labelled neighbour, the first
+ * with at most one value place_label() accepts, else the one with the fewest; with none such,
+ * the first unlabelled line (any value fits it). *fewest: its count of values. */
+static int32_t next_line(routed *rt, const int32_t n[2], const int group[2], const int32_t *vals, int32_t nv,
+                         int32_t *fewest)
+{
+    int32_t pick = -1;
+    *fewest = 0x7fffffff;
+    for (int32_t i = 0; i < n[0] * n[1] && *fewest > 1; i++) {
+        if (rt->surf_label[i] >= 0)
+            continue;
+        const int32_t a = i / n[1], b = i % n[1];
+        int near = rt->surf_hole[i] >= 0;
+        for (int k = 0; k < 4 && !near; k++) {
+            const int32_t m = side_neighbour(rt, a, b, n, k / 2, k % 2 ? 1 : -1);
+            near = m >= 0 && rt->surf_label[m] >= 0;
+        }
+        if (!near) {
+            pick = pick < 0 ? i : pick;
+            continue;
+        }
+        int32_t count = 0;
+        for (int32_t k = 0, v; count < *fewest && (v = label_value(rt, a, b, n, k, vals, nv)) != -1; k++)
+            if (v >= 0 && place_label(rt, a, b, n, group, v)) {
+                lift_label(rt, a, b, n, group);
+                count++;
+            }
+        if (count < *fewest) {
+            *fewest = count;
+            pick = i;
+        }
+    }
+    return pick;
+}
+
 /* rt->surf_label for a surface along e (surface_holes(e) done): the coordinate each line skips,
  * its hole's where it has one, such that place_label()'s rule holds on every line (then the
  * stencil's max load is 2 on a torus or mesh routed in dimension order). A backtracking search
- * that labels next the line with the fewest values left (ties: lowest line), trying its
- * neighbours' labels first; 0 when it finds none within SURFACE_LABEL_STEPS steps or the lines are
- * longer than 64 nodes. Deterministic. Cost O(steps x lines). */
+ * that labels next_line() with each value label_value() lists in turn; 0 when there is no such
+ * labelling, or none found within SURFACE_LABEL_WORK, or the surface has more than
+ * SURFACE_LABEL_LINES lines or lines longer than 64 nodes. Deterministic. */
 static int surface_labels(routed *rt, int e)
 {
     const slide_layout *lay = rt->lay;
@@ -718,7 +767,7 @@ static int surface_labels(routed *rt, int e)
     other_dims(e, p);
     const int32_t n[2] = {lay->grid.size[p[0]], lay->grid.size[p[1]]}, ne = lay->grid.size[e];
     const int32_t lines = n[0] * n[1];
-    if (ne > 64)
+    if (ne > 64 || lines > SURFACE_LABEL_LINES)
         return 0;
     int pos[SLIDE_MAX_DIMS] = {0, 0, 0};
     for (int k = 0; k < lay->grid.ndims; k++)
@@ -727,7 +776,8 @@ static int surface_labels(routed *rt, int e)
     uint64_t holes = 0;
     for (int32_t i = 0; i < lines; i++) {
         rt->surf_label[i] = rt->surf_try[i] = -1;
-        rt->surf_count[4 * i] = rt->surf_count[4 * i + 1] = rt->surf_count[4 * i + 2] = rt->surf_count[4 * i + 3] = 0;
+        for (int k = 0; k < 4; k++)
+            rt->surf_count[4 * i + k] = 0;
         if (rt->surf_hole[i] >= 0)
             holes |= 1ull << rt->surf_hole[i];
     }
@@ -735,59 +785,31 @@ static int surface_labels(routed *rt, int e)
     for (int32_t v = 0; v < ne; v++)
         if (holes >> v & 1 || v == 0 || holes >> (v - 1) & 1)
             vals[nv++] = v;
-    int32_t *stack = rt->surf_stack, depth = 0;
-    for (int64_t steps = 0; steps <= SURFACE_LABEL_STEPS; steps++) {
-        if (depth == lines)
-            return 1;
-        /* the unlabelled line with the fewest values place_label() accepts */
-        int32_t pick = -1, fewest = 0x7fffffff;
-        for (int32_t i = 0; i < lines && fewest > 0; i++) {
-            if (rt->surf_label[i] >= 0)
-                continue;
-            const int32_t a = i / n[1], b = i % n[1];
-            int32_t count = 0;
-            for (int32_t k = 0; count < fewest; k++) {
-                const int32_t v = label_value(rt, a, b, n, k, vals, nv);
-                if (v == -1)
-                    break;
-                if (v >= 0 && place_label(rt, a, b, n, group, v)) {
-                    lift_label(rt, a, b, n, group);
-                    count++;
-                }
-            }
-            if (count < fewest) {
-                fewest = count;
-                pick = i;
-            }
-        }
-        int32_t i = pick;
+    int32_t depth = 0;
+    rt->surf_work = 0;
+    while (depth < lines) {
+        if (rt->surf_work > SURFACE_LABEL_WORK)
+            return 0;
+        int32_t fewest, i = next_line(rt, n, group, vals, nv, &fewest);
         if (fewest > 0) {
-            stack[depth] = i;
+            rt->surf_stack[depth] = i;
             rt->surf_try[i] = -1;
-        } else {
-            if (--depth < 0)
-                return 0;
-            i = stack[depth];
-            lift_label(rt, i / n[1], i % n[1], n, group);
+        } else if (!pop_label(rt, &depth, n, group)) {
+            return 0;
         }
-        /* line i's next accepted value, else back to the line before it */
+        /* the top line's next accepted value, else back to the line below it */
         for (;;) {
+            i = rt->surf_stack[depth];
             const int32_t v = label_value(rt, i / n[1], i % n[1], n, ++rt->surf_try[i], vals, nv);
             if (v >= 0 && place_label(rt, i / n[1], i % n[1], n, group, v)) {
                 depth++;
                 break;
             }
-            if (v == -1) {
-                if (--depth < 0)
-                    return 0;
-                i = stack[depth];
-                lift_label(rt, i / n[1], i % n[1], n, group);
-                if (++steps > SURFACE_LABEL_STEPS)
-                    return 0;
-            }
+            if (v == -1 && (!pop_label(rt, &depth, n, group) || rt->surf_work > SURFACE_LABEL_WORK))
+                return 0;
         }
     }
-    return 0;
+    return 1;
 }
 
 /* Ways to cut a side of n lines into pieces of at least 2: every cut into pieces of 2 and 3
