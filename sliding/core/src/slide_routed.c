@@ -534,6 +534,10 @@ typedef struct surface {
     int e, d;
     uint64_t cut[2];
     int labelled; /* lines skip rt->surf_label (surface_labels()), not per tile */
+    int product;  /* a product map instead (e, d, cut unused): logical dimension k on physical
+                   * perm[k], skipping the coordinates set in skip[perm[k]] */
+    int perm[SLIDE_MAX_DIMS];
+    uint64_t skip[SLIDE_MAX_DIMS];
 } surface;
 
 /* Whether logical dimension d can be laid along physical e with one node to skip per line, the
@@ -1043,12 +1047,130 @@ static void try_tiling(routed *rt, pick *p, int32_t handled, candidate *c, slide
             }
             if (best_cost < 0 || cost < best_cost) {
                 best_cost = cost;
-                c->srf = (surface){e, d, {cuts[0][m0], cuts[1][m1]}, 0};
+                c->srf = (surface){.e = e, .d = d, .cut = {cuts[0][m0], cuts[1][m1]}};
             }
         }
     if (best_cost >= 0) {
         surface_map(rt, &c->srf, rt->surf_map);
         try_whole_map(rt, p, handled, c, rt->surf_map, ch);
+    }
+}
+
+/* Product maps with more than one skipped coordinate in all (one is a rigid surface): at most
+ * this many skipped, and this many skip sets checked per assignment of dimensions. */
+#define PRODUCT_SKIPS_MAX 4
+#define PRODUCT_SETS_MAX 4096
+
+/* Whether ranks on the coordinates kept by `skip` (a ring of n) reach their two ring neighbours
+ * through skipped coordinates only, each message the short way: every gap between consecutive
+ * kept coordinates under half the ring, or exactly half from 0 to n/2 (the tie rule sends the
+ * message from 0 the + way). Always on a mesh. */
+static int ring_whole(uint64_t skip, int32_t n, int periodic)
+{
+    if (!periodic)
+        return 1;
+    int32_t first = -1, prev = -1;
+    for (int32_t c = 0; c <= n; c++) {
+        if (c < n && (skip >> c & 1))
+            continue;
+        const int32_t at = c < n ? c : first + n;
+        if (c == n && first < 0)
+            return 0;
+        if (prev >= 0) {
+            const int32_t gap = at - prev;
+            if (2 * gap > n || (2 * gap == n && !(prev == 0 && at == n / 2)))
+                return 0;
+        }
+        if (c < n && first < 0)
+            first = c;
+        prev = at;
+    }
+    return 1;
+}
+
+/* The map of product surface sf into out. Cost O(ranks x side). */
+static void product_map(const routed *rt, const surface *sf, int32_t *out)
+{
+    const slide_layout *lay = rt->lay;
+    const int32_t *L = lay->logical;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        const int32_t lc[3] = {r / (L[1] * L[2]), r / L[2] % L[1], r % L[2]};
+        int32_t node = 0;
+        for (int k = 0; k < lay->grid.ndims; k++) {
+            const int e = sf->perm[k];
+            int32_t c = -1;
+            for (int32_t kept = -1; kept < lc[k];)
+                kept += !(sf->skip[e] >> ++c & 1);
+            node += c * lay->stride[e];
+        }
+        out[r] = node;
+    }
+}
+
+/* Product surfaces (slide_core.h, SLIDE_ROUTED (e)): for each assignment of logical dimensions to
+ * physical ones that skips 2 to PRODUCT_SKIPS_MAX coordinates in all, the first set of skipped
+ * coordinates (each dimension's sets in increasing order) that holds every failed and unused node
+ * and keeps every ring whole (ring_whole()): a map of max load 1; scored and considered. */
+static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
+{
+    const slide_layout *lay = rt->lay;
+    const int nd = lay->grid.ndims;
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    candidate c;
+    memset(&c, 0, sizeof c);
+    c.kind = SLIDE_CHOICE_SURFACE;
+    for (int pi = 0; pi < 6; pi++) {
+        const int *perm = perms[pi];
+        int32_t k[SLIDE_MAX_DIMS] = {0, 0, 0}, total = 0, fits = nd == 3 || perm[2] == 2;
+        for (int d = 0; d < nd && fits; d++) {
+            k[perm[d]] = lay->grid.size[perm[d]] - lay->logical[d];
+            fits = k[perm[d]] >= 0 && lay->grid.size[perm[d]] < 64;
+            total += k[perm[d]];
+        }
+        if (!fits || total < 2 || total > PRODUCT_SKIPS_MAX)
+            continue;
+        /* each dimension's skip sets of k[e] coordinates, in increasing order (next_set) */
+        uint64_t set[SLIDE_MAX_DIMS], first[SLIDE_MAX_DIMS];
+        for (int e = 0; e < nd; e++)
+            set[e] = first[e] = k[e] ? (1ull << k[e]) - 1 : 0;
+        for (int32_t tried = 0; tried < PRODUCT_SETS_MAX; tried++) {
+            int ok = 1;
+            for (int e = 0; e < nd && ok; e++)
+                ok = ring_whole(set[e], lay->grid.size[e], lay->grid.periodic);
+            for (int32_t node = 0; node < lay->nodes && ok; node++) {
+                if (rt->n2r[node] > NODE_DEAD)
+                    continue;
+                int covered = 0;
+                for (int e = 0; e < nd && !covered; e++)
+                    covered = set[e] >> slide_coord_(lay, node, e) & 1;
+                ok = covered;
+            }
+            if (ok) {
+                c.srf = (surface){.product = 1};
+                for (int e = 0; e < SLIDE_MAX_DIMS; e++) {
+                    c.srf.perm[e] = perm[e];
+                    c.srf.skip[e] = set[e];
+                }
+                product_map(rt, &c.srf, rt->surf_map);
+                try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
+                break;
+            }
+            /* the next combination: advance the lowest dimension whose set can grow, reset the ones below */
+            int e = 0;
+            for (; e < nd; e++) {
+                const uint64_t x = set[e];
+                if (x == 0)
+                    continue;
+                const uint64_t low = x & -x, ripple = x + low, next = ripple | (((x ^ ripple) >> 2) / low);
+                if ((next >> lay->grid.size[e]) == 0 && ripple != 0) {
+                    set[e] = next;
+                    break;
+                }
+                set[e] = first[e];
+            }
+            if (e == nd)
+                break;
+        }
     }
 }
 
@@ -1064,6 +1186,8 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
     candidate c;
     memset(&c, 0, sizeof c);
     c.kind = SLIDE_CHOICE_SURFACE;
+    if (chosen(p) == NULL || chosen(p)->sc.load_max > 1)
+        try_products(rt, p, handled, ch);
     for (int e = 0; e < nd; e++)
         for (int d = 0; d < nd; d++) {
             const candidate *best = chosen(p);
@@ -1089,7 +1213,7 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
                     nf++;
                 }
             if (rigid) {
-                c.srf = (surface){e, d, {0, 0}, 0};
+                c.srf = (surface){.e = e, .d = d};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
@@ -1098,7 +1222,7 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
             if (nf <= SURFACE_FORCED_MAX && n[0] <= SURFACE_SIDE_MAX && n[1] <= SURFACE_SIDE_MAX)
                 try_tiling(rt, p, handled, &c, ch, e, d, fa, fb, nf, n, nd == 3 && e != rt->net->order[1]);
             if (chosen(p)->sc.load_max > 2 && surface_labels(rt, e)) {
-                c.srf = (surface){e, d, {0, 0}, 1};
+                c.srf = (surface){.e = e, .d = d, .labelled = 1};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
@@ -1236,10 +1360,14 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         if (c->kind == SLIDE_CHOICE_HYBRID) {
             adopt_map(&rt, hybrid_map);
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
-            surface_holes(&rt, c->srf.e);
-            if (c->srf.labelled)
-                surface_labels(&rt, c->srf.e); /* deterministic: the labels it was scored with */
-            surface_map(&rt, &c->srf, rt.surf_map);
+            if (c->srf.product) {
+                product_map(&rt, &c->srf, rt.surf_map);
+            } else {
+                surface_holes(&rt, c->srf.e);
+                if (c->srf.labelled)
+                    surface_labels(&rt, c->srf.e); /* deterministic: the labels it was scored with */
+                surface_map(&rt, &c->srf, rt.surf_map);
+            }
             adopt_map(&rt, rt.surf_map);
         } else if (c->kind != SLIDE_CHOICE_NONE) {
             queue_candidate(&rt, f, v, c);
@@ -1254,11 +1382,11 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
                 ch.width[k] = c->blk.w[k];
             }
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
-            ch.dim = c->srf.e;
-            ch.dir = c->srf.d;
+            ch.dim = c->srf.product ? -1 : c->srf.e; /* a product map: dim, dir -1, no tiles */
+            ch.dir = c->srf.product ? -1 : c->srf.d;
             int q[2];
             other_dims(c->srf.e, q);
-            for (int k = 0; k < 2; k++) { /* pieces per side (labelled: one per line) */
+            for (int k = 0; k < 2 && !c->srf.product; k++) { /* pieces per side (labelled: one per line) */
                 int32_t pieces = 0;
                 for (int bit = 0; bit < 64; bit++)
                     pieces += (int32_t)(c->srf.cut[k] >> bit & 1);
