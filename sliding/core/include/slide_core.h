@@ -181,7 +181,7 @@
  *               messages on one link (docs/sliding-methods.md); when the
  *               best load is still above 2, a *labelled* surface: every
  *               line its own skipped coordinate (its hole's where it has
- *               one), found by a backtracking search (capped at 300,000
+ *               one), found by a backtracking search (capped at 50,000
  *               checks and 1,024 lines) such that no line has two
  *               neighbours, along dimensions routed on the same side of e,
  *               both skipping a higher coordinate or both a lower one (the

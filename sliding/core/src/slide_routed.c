@@ -615,8 +615,8 @@ static void surface_map(routed *rt, const surface *sf, int32_t *out)
 }
 
 /* The label search backtracks: it gives up (no candidate) past this many place_label() calls
- * (about 10 ms), and on surfaces of more lines than SURFACE_LABEL_LINES (each step scans them). */
-#define SURFACE_LABEL_WORK 300000
+ * (a few ms), and on surfaces of more lines than SURFACE_LABEL_LINES (each step scans them). */
+#define SURFACE_LABEL_WORK 50000
 #define SURFACE_LABEL_LINES 1024
 
 /* One neighbour line of line (a, b) along side k toward dir, or -1 (off a mesh, or a side of
@@ -1108,7 +1108,8 @@ static void product_map(const routed *rt, const surface *sf, int32_t *out)
 }
 
 /* Product surfaces (slide_core.h, SLIDE_ROUTED (e)): for each assignment of logical dimensions to
- * physical ones that skips 2 to PRODUCT_SKIPS_MAX coordinates in all, the first set of skipped
+ * physical ones that skips 2 to PRODUCT_SKIPS_MAX coordinates in all (one per count of skips per
+ * dimension), the first set of skipped
  * coordinates (each dimension's sets in increasing order) that holds every failed and unused node
  * and keeps every ring whole (ring_whole()): a map of max load 1; scored and considered. */
 static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
@@ -1119,6 +1120,11 @@ static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
     candidate c;
     memset(&c, 0, sizeof c);
     c.kind = SLIDE_CHOICE_SURFACE;
+    int32_t *holes = rt->surf_stack, nholes = 0; /* the failed and unused nodes (the stack is free here) */
+    for (int32_t node = 0; node < lay->nodes; node++)
+        if (rt->n2r[node] <= NODE_DEAD)
+            holes[nholes++] = node;
+    int32_t done[6][SLIDE_MAX_DIMS], ndone = 0; /* skips per dimension already tried */
     for (int pi = 0; pi < 6; pi++) {
         const int *perm = perms[pi];
         int32_t k[SLIDE_MAX_DIMS] = {0, 0, 0}, total = 0, fits = nd == 3 || perm[2] == 2;
@@ -1127,8 +1133,12 @@ static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
             fits = k[perm[d]] >= 0 && lay->grid.size[perm[d]] < 64;
             total += k[perm[d]];
         }
-        if (!fits || total < 2 || total > PRODUCT_SKIPS_MAX)
+        int seen = 0; /* the same skips as an earlier assignment: the same sets, the same loads */
+        for (int j = 0; j < ndone && !seen; j++)
+            seen = done[j][0] == k[0] && done[j][1] == k[1] && done[j][2] == k[2];
+        if (!fits || seen || total < 2 || total > PRODUCT_SKIPS_MAX)
             continue;
+        memcpy(done[ndone++], k, sizeof k);
         /* each dimension's skip sets of k[e] coordinates, in increasing order (next_set) */
         uint64_t set[SLIDE_MAX_DIMS], first[SLIDE_MAX_DIMS];
         for (int e = 0; e < nd; e++)
@@ -1137,13 +1147,10 @@ static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
             int ok = 1;
             for (int e = 0; e < nd && ok; e++)
                 ok = ring_whole(set[e], lay->grid.size[e], lay->grid.periodic);
-            for (int32_t node = 0; node < lay->nodes && ok; node++) {
-                if (rt->n2r[node] > NODE_DEAD)
-                    continue;
-                int covered = 0;
-                for (int e = 0; e < nd && !covered; e++)
-                    covered = set[e] >> slide_coord_(lay, node, e) & 1;
-                ok = covered;
+            for (int32_t h = 0; h < nholes && ok; h++) {
+                ok = 0;
+                for (int e = 0; e < nd && !ok; e++)
+                    ok = set[e] >> slide_coord_(lay, holes[h], e) & 1;
             }
             if (ok) {
                 c.srf = (surface){.product = 1};
