@@ -66,7 +66,8 @@ def test_lower_bound_and_product_map() -> None:
 
 
 def test_the_bound_holds_against_every_method() -> None:
-    """Over seeded small cases, no method's map goes under the bound, and a product map meets load 1."""
+    """Over seeded small cases, no method's map goes under the bound, a product map meets load 1, and
+    routed reaches 1 wherever the bound is 1."""
     import random
     rng = random.Random(30)
     for grid, spares, order in (("torus:4x4", "x:1", ""), ("torus:5x4", "x:1", "yx"), ("torus:6x5", "x:2", ""),
@@ -77,6 +78,8 @@ def test_the_bound_holds_against_every_method() -> None:
             bound, _ = op.lower_bound(lay, failed)
             for method in ("simple", "hybrid", "routed"):
                 assert sc.measure(lay, sc.compute_map(lay, method, failed)).link_load_max >= bound
+            if bound == 1:   # routed's product and rigid surfaces find a product map whenever one exists
+                assert sc.measure(lay, sc.compute_map(lay, "routed", failed)).link_load_max == 1, (grid, failed)
             embed = op.product_map(lay, failed)
             assert (embed is None) == (bound == 2)
             if embed is not None:

@@ -316,6 +316,25 @@ def test_routed_explains_its_choices() -> None:
     assert second.candidates > 20 and second.load_max == sc.measure(lay, mapping).link_load_max
 
 
+def test_routed_labelled_and_product_surfaces() -> None:
+    """Two surface candidates of issue 30. 12x12x12 x:1, 8 failures (draw 20 of
+    bench/sliding_optimal): no stripe or 2 x 2 tiling keeps the load at 2, so the last failure
+    takes a labelled surface (every y line its own skipped node, a tile per line) and routed ends
+    at 2, the proven bound. torus:6x5 x:2, failures 3, 1, 6: load 1 needs two skipped planes (a
+    product map; here logical x along y), which one-plane surfaces never give."""
+    k = sc.make_layout("torus:12x12x12", "x:1")
+    mapping, choices = sc.explain(k, "routed", [534, 1558, 297, 158, 1329, 318, 411, 145])
+    last = choices[-1]
+    assert (last.kind, last.dim, last.lines) == (sc.ChoiceKind.SURFACE, 1, ((0, 12), (0, 12)))
+    assert sc.measure(k, mapping).link_load_max == 2 and sorted(mapping) == sorted(set(mapping))
+    small = sc.make_layout("torus:6x5", "x:2")
+    mapping, choices = sc.explain(small, "routed", [3, 1, 6])
+    assert (choices[-1].kind, choices[-1].dim, choices[-1].dir) == (sc.ChoiceKind.SURFACE, -1, -1)
+    assert sc.measure(small, mapping).link_load_max == 1
+    used = [small.coords(n) for n in mapping]   # a product set: here x = 0 and y = 1 skipped
+    assert len({c[0] for c in used}) * len({c[1] for c in used}) == len(set(used)) == small.ranks
+
+
 def test_routed_spare_budget() -> None:
     """With a budget of 140 expected failures the first failure must leave 139 of the 144 spare
     nodes free, so routed cannot take hybrid's whole plane: it shifts a small block instead."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 30's targets, measured side by side in one run: routed against the optimum, plan.
 
-    python bench/sliding_optimal/run.py [--parts small,bound,sim,plan,tsubame,time] [--cases 500]
+    python bench/sliding_optimal/run.py [--parts small,bound,surfaces,sim,plan,tsubame,time] [--cases 500]
                                         [--solver-time 20] [--draws 30] [--trials 5] [--jobs N]
 
 Parts (each prints its own table, then one table of every target with measured / target):
@@ -12,6 +12,9 @@ Parts (each prints its own table, then one table of every target with measured /
   bound    k (torus 12x12x12) and bgq (torus 16x8x8), spares x:1 (and k with y:1), 8 random
            failures, --draws draws: routed's max load against the proven lower bound
            (sliding.optimal.lower_bound): the share of draws at the bound (target >= 0.9).
+  surfaces the same draws: where routed stays above the bound, whether any surface (one skipped
+           node per line along x, y or z) can have load 2, by CP-SAT on the labelling rule
+           (--solver-time s per orientation): the gap routed's surface candidates could close.
   sim      SimGrid stencil7 slowdown of routed after 8 failures, median of --trials draws, on k and
            bgq with spares x:1 (target <= 2.0).
   plan     `ftslide plan --preset k --failures 8 --spare-nodes 144`: seconds without SimGrid
@@ -123,6 +126,73 @@ def bound(draws: int) -> None:
     print_table(["preset", "draws", "bound:draws", "routed load:draws", "at the bound", "share"], rows)
 
 
+def _surface_labelling(layout, failed: list[int], order: str, e: int, seconds: float) -> str:
+    """Whether a surface along physical dimension e (one skipped node per line, logical lines
+    straight) can have max load 2 for these failures: "fits" no, "two on a line", else CP-SAT's
+    answer on the labelling rule of docs/sliding-methods.md (each line's skipped coordinate; per
+    line and side of e in the routing order, at most one neighbour skipping higher and one lower)."""
+    sizes, logical = layout.grid.sizes, layout.logical
+    p = [k for k in range(3) if k != e]
+    if not any(logical[d] == sizes[e] - 1 and [logical[k] for k in range(3) if k != d] == [sizes[k] for k in p]
+               for d in range(3)):
+        return "does not fit"
+    holes: dict[tuple[int, int], int] = {}
+    for node in [*failed, *(n for n in range(layout.nodes) if layout.role(n) is sc.Role.UNUSED)]:
+        c = layout.coords(node)
+        if (c[p[0]], c[p[1]]) in holes:
+            return "two on a line"
+        holes[c[p[0]], c[p[1]]] = c[e]
+    cp = optimal._cp_model()
+    model, n = cp.CpModel(), [sizes[p[0]], sizes[p[1]]]
+    label = {(a, b): model.NewIntVar(0, sizes[e] - 1, "") for a in range(n[0]) for b in range(n[1])}
+    for line, h in holes.items():
+        model.Add(label[line] == h)
+
+    def above(x, y):  # a boolean: x > y
+        flag = model.NewBoolVar("")
+        model.Add(x > y).OnlyEnforceIf(flag)
+        model.Add(x <= y).OnlyEnforceIf(flag.Not())
+        return flag
+
+    side = [order.index("xyz"[k]) > order.index("xyz"[e]) for k in p]
+    for (a, b), mine in label.items():
+        for group in (False, True):
+            near = [label[(a + s) % n[0], b] for s in (-1, 1) if side[0] == group] + \
+                   [label[a, (b + s) % n[1]] for s in (-1, 1) if side[1] == group]
+            if len(near) > 1:
+                model.Add(sum(above(x, mine) for x in near) <= 1)
+                model.Add(sum(above(mine, x) for x in near) <= 1)
+    solver = cp.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = 1
+    return {cp.OPTIMAL: "exists", cp.FEASIBLE: "exists", cp.INFEASIBLE: "none"}.get(solver.Solve(model), "undecided")
+
+
+def surfaces(draws: int, solver_time: float) -> None:
+    """For every draw where routed stays above the bound: can any surface reach load 2?"""
+    rows = []
+    for name, spares in (("k", "x:1"), ("k", "y:1"), ("bgq", "x:1")):
+        preset = PRESETS[name]
+        topo = parse_topology(preset.topology)
+        placement = make_placement(topo, preset.grid, spares)
+        layout = placement.layout
+        tally = {"above": 0, "a surface at 2 exists": 0, "no surface at 2": 0, "undecided": 0}
+        for i, draw in enumerate(draw_failures(placement, 8, draws, 1)):
+            load = sc.measure(layout, sc.compute_map(layout, "routed", draw)).link_load_max
+            if load <= optimal.lower_bound(layout, draw)[0]:
+                continue
+            tally["above"] += 1
+            answers = [_surface_labelling(layout, draw, topo.order, e, solver_time) for e in range(3)]
+            key = ("a surface at 2 exists" if "exists" in answers else
+                   "undecided" if "undecided" in answers else "no surface at 2")
+            tally[key] += 1
+            print(f"  {name} {spares} draw {i}: routed {load}; surfaces along x, y, z: {', '.join(answers)}")
+        rows.append([f"{name} {spares}", draws, *tally.values()])
+    print(f"\ndraws where routed stays above the bound: does a surface of load 2 exist? (CP-SAT, {solver_time:g} s)")
+    print_table(["preset", "draws", "routed above the bound", "a surface at 2 exists", "no surface at 2",
+                 "undecided"], rows)
+
+
 def sim(trials: int, jobs: int) -> None:
     rows = []
     for name in ("k", "bgq"):
@@ -202,7 +272,7 @@ def mapping_time(draws: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="small,bound,sim,plan,tsubame,time")
+    parser.add_argument("--parts", default="small,bound,surfaces,sim,plan,tsubame,time")
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--solver-time", type=float, default=20.0)
     parser.add_argument("--draws", type=int, default=30)
@@ -210,7 +280,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0)
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    known = {"small", "bound", "sim", "plan", "tsubame", "time"}
+    known = {"small", "bound", "surfaces", "sim", "plan", "tsubame", "time"}
     if set(parts) - known or min(args.cases, args.draws, args.trials) < 1 or not args.solver_time > 0:
         print(f"sliding_optimal: bad arguments: parts from {', '.join(sorted(known))}; --cases, --draws, --trials "
               ">= 1, --solver-time > 0", file=sys.stderr)
@@ -218,6 +288,7 @@ def main() -> int:
     try:
         for part in parts:
             {"small": lambda: small(args.cases, args.solver_time), "bound": lambda: bound(args.draws),
+             "surfaces": lambda: surfaces(args.draws, args.solver_time),
              "sim": lambda: sim(args.trials, args.jobs), "plan": lambda: plan(args.jobs),
              "tsubame": lambda: tsubame(args.jobs), "time": lambda: mapping_time(args.draws)}[part]()
     except FtslideError as exc:

@@ -662,10 +662,12 @@ class Choice:
     kind: CEnum                    # a ChoiceKind: none (no rank on the node), block, direct, hybrid, cross,
                                    # surface
     dim: int                       # block, cross: slide dimension (0 = x); surface: the lines' dimension
+                                   # (-1: a product map, whole planes skipped)
     dir: int                       # block, cross: direction (+1 / -1); surface: the logical dimension on them
     lines: tuple[tuple[int, int], ...]  # block: (first, count) in the two other dimensions;
                                         # cross: ((dimension crossed, signed steps), _);
                                         # surface: ((_, pieces), (_, pieces)) the tiles per side
+                                        # (a labelled surface: the sides' sizes, a tile per line)
     load_max: int                  # the map after this failure
     overloaded: int
     spares: int                    # spare-layout nodes newly occupied

@@ -75,8 +75,14 @@ def describe_choice(layout: Layout, choice: Choice) -> str:
     if choice.kind is kinds.DIRECT:
         return "direct to the nearest free node"
     if choice.kind is kinds.SURFACE:
+        if choice.dim < 0:
+            return "surface: whole planes skipped (a product map)"
         (_, pieces0), (_, pieces1) = choice.lines
-        tiles = "one skipped plane" if pieces0 * pieces1 == 1 else f"{pieces0}x{pieces1} tiles"
+        sides = [layout.grid.sizes[d] if d < len(layout.grid.sizes) else 1 for d in range(3) if d != choice.dim]
+        if (pieces0, pieces1) == tuple(sides) and pieces0 > 1:
+            tiles = "a skipped node chosen line by line"
+        else:
+            tiles = "one skipped plane" if pieces0 * pieces1 == 1 else f"{pieces0}x{pieces1} tiles"
         return f"surface: logical {DIM_NAMES[choice.dir]} along {DIM_NAMES[choice.dim]} lines, {tiles}"
     along = f"{DIM_NAMES[choice.dim]}{'+' if choice.dir > 0 else '-'}"
     if choice.kind is kinds.CROSS:

@@ -178,7 +178,19 @@
  *               e routed in the middle of a 3D grid and for both e of a 2D
  *               grid: there a line whose two neighbours along each other
  *               dimension are not both in other tiles never takes two extra
- *               messages on one link (docs/sliding-methods.md).
+ *               messages on one link (docs/sliding-methods.md); when the
+ *               best load is still above 2, a *labelled* surface: every
+ *               line its own skipped coordinate (its hole's where it has
+ *               one), found by a backtracking search (capped at 50,000
+ *               checks and 1,024 lines) such that no line has two
+ *               neighbours, along dimensions routed on the same side of e,
+ *               both skipping a higher coordinate or both a lower one (the
+ *               rule for load 2). Also, while the best load is above 1,
+ *               *product* maps (SURFACE with dim = dir = -1): logical
+ *               dimensions on physical ones in any assignment that skips 2
+ *               to 4 whole planes in all, the first set of skipped planes
+ *               holding every failed and unused node whose rings stay whole
+ *               (every gap under half a torus ring): load 1.
  *               Score, lower first: the max directed-link load,
  *               then the phased cost (the sum over the stencil's dimensions of
  *               the max load of the messages of the pairs along that
@@ -301,7 +313,8 @@ typedef enum slide_choice_kind {
     SLIDE_CHOICE_CROSS = 4,   /* the ranks on a path across to a nearby line along `dim`, then
                                * along it toward `dir`, moved one node along it */
     SLIDE_CHOICE_SURFACE = 5  /* the whole map laid out again with one node free or dead on every
-                               * line along `dim` (a re-embedding; see SLIDE_ROUTED) */
+                               * line along `dim`, or (dim -1) a product map skipping whole
+                               * planes (a re-embedding; see SLIDE_ROUTED) */
 } slide_choice_kind;
 
 typedef struct slide_choice {
@@ -311,7 +324,8 @@ typedef struct slide_choice {
                                 * in each of the other two dimensions, lower dimension first;
                                 * CROSS: lo[0] the dimension crossed, width[0] the signed steps;
                                 * SURFACE: the tiles' offsets and widths in the other two
-                                * dimensions; dir: the logical dimension laid along `dim` */
+                                * dimensions (labelled: width = the sides' sizes, a tile per
+                                * line); dir: the logical dimension laid along `dim` */
     int32_t load_max;          /* the chosen map's max directed-link load (stencil) */
     int32_t overloaded;        /* its links with load > 1 */
     int32_t spares;            /* spare-layout nodes it newly occupies (net) */

@@ -29,6 +29,7 @@ int64_t slide_routed_words_(const slide_layout *lay)
 {
     return slide_fold_words_(lay) + 2 * (int64_t)lay->ranks /* hybrid's map, a surface */ +
            2 * (int64_t)lay->nodes /* a surface's holes and tiles */ +
+           7 * (int64_t)lay->nodes /* a labelled surface's search */ +
            (LAYERS + 1) * (int64_t)lay->net.links /* loads, scratch loads */ +
            LAYERS * hist_len(lay) +
            (int64_t)lay->nodes /* n2r */ + 2 * (int64_t)lay->ranks /* moves */ +
@@ -59,6 +60,11 @@ typedef struct routed {
     int32_t *surf_map;     /* [ranks] a surface candidate's map */
     int32_t *surf_hole;    /* [lines] the failed or unused node's coordinate on each line, -1 */
     int32_t *surf_tile;    /* [lines] the coordinate a tile's lines skip, -1 */
+    int32_t *surf_label;   /* [lines] a labelled surface: the coordinate each line skips */
+    int32_t *surf_try;     /* [lines] the search's position in each line's values */
+    int32_t *surf_count;   /* [4 x lines] per line and group: neighbours above, below */
+    int32_t *surf_stack;   /* [lines] the labelled lines in the order labelled */
+    int64_t surf_work;     /* the label search's place_label() calls so far */
 } routed;
 
 /* A candidate's score, compared in this order (lower is better). phased is
@@ -527,6 +533,11 @@ static void commit_moves(routed *rt)
 typedef struct surface {
     int e, d;
     uint64_t cut[2];
+    int labelled; /* lines skip rt->surf_label (surface_labels()), not per tile */
+    int product;  /* a product map instead (e, d, cut unused): logical dimension k on physical
+                   * perm[k], skipping the coordinates set in skip[perm[k]] */
+    int perm[SLIDE_MAX_DIMS];
+    uint64_t skip[SLIDE_MAX_DIMS];
 } surface;
 
 /* Whether logical dimension d can be laid along physical e with one node to skip per line, the
@@ -596,10 +607,213 @@ static void surface_map(routed *rt, const surface *sf, int32_t *out)
     for (int32_t r = 0; r < lay->ranks; r++) {
         const int32_t lc[3] = {r / (L[1] * L[2]), r / L[2] % L[1], r % L[2]};
         const int32_t a = lc[q[0]], b = lc[q[1]], i = lc[sf->d];
-        const int32_t t = skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)];
+        const int32_t t = sf->labelled ? rt->surf_label[a * n1 + b]
+                                       : skip[piece_of(sf->cut[0], a, n0) * n1 + piece_of(sf->cut[1], b, n1)];
         const int32_t h = t >= 0 ? t : ne - 1;
         out[r] = (i + (i >= h)) * lay->stride[sf->e] + a * lay->stride[p[0]] + b * lay->stride[p[1]];
     }
+}
+
+/* The label search backtracks: it gives up (no candidate) past this many place_label() calls
+ * (a few ms), and on surfaces of more lines than SURFACE_LABEL_LINES (each step scans them). */
+#define SURFACE_LABEL_WORK 50000
+#define SURFACE_LABEL_LINES 1024
+
+/* One neighbour line of line (a, b) along side k toward dir, or -1 (off a mesh, or a side of
+ * one line; a side of two lines has one neighbour). */
+static int32_t side_neighbour(const routed *rt, int32_t a, int32_t b, const int32_t n[2], int k, int dir)
+{
+    if (n[k] < 2 || (n[k] == 2 && dir < 0))
+        return -1;
+    int32_t c = (k ? b : a) + dir;
+    if (c < 0 || c >= n[k]) {
+        if (!rt->lay->grid.periodic)
+            return -1;
+        c = (c + n[k]) % n[k];
+    }
+    return k ? a * n[1] + c : c * n[1] + b;
+}
+
+/* Place label v on line i = (a, b) if the lines labelled so far allow it: a neighbour line
+ * with another label shifts part of the line's ranks by one node against this line's, and
+ * their messages run along one of the two lines (the line of whichever end is routed along e
+ * later). The messages from neighbours labelled above reach the node after the hole, those from
+ * neighbours below the node before it: two of one kind on one line, from sides routed on the
+ * same side of e, share a link with the line's own message (load 3). So per line and group
+ * (sides routed before e, after e) at most one neighbour above and one below. Returns 0 (and
+ * changes nothing) if v breaks that. */
+static int place_label(routed *rt, int32_t a, int32_t b, const int32_t n[2], const int group[2], int32_t v)
+{
+    const int32_t i = a * n[1] + b;
+    rt->surf_work++;
+    int32_t *cnt = rt->surf_count; /* [line * 4 + group * 2 + (0 above, 1 below)] */
+    int32_t mine[4] = {0, 0, 0, 0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < 2; k++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                const int32_t m = side_neighbour(rt, a, b, n, k, dir);
+                if (m < 0 || rt->surf_label[m] < 0 || rt->surf_label[m] == v)
+                    continue;
+                const int above = rt->surf_label[m] > v; /* m above this line */
+                const int32_t g = group[k] * 2;
+                if (pass == 0) {
+                    if (++mine[g + !above] > 1 || cnt[m * 4 + g + above] > 0)
+                        return 0;
+                } else {
+                    cnt[i * 4 + g + !above]++;
+                    cnt[m * 4 + g + above]++;
+                }
+            }
+    rt->surf_label[i] = v;
+    return 1;
+}
+
+/* Take line (a, b)'s label back (it was the last placed). */
+static void lift_label(routed *rt, int32_t a, int32_t b, const int32_t n[2], const int group[2])
+{
+    const int32_t i = a * n[1] + b, v = rt->surf_label[i];
+    rt->surf_label[i] = -1;
+    for (int k = 0; k < 2; k++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            const int32_t m = side_neighbour(rt, a, b, n, k, dir);
+            if (m < 0 || rt->surf_label[m] < 0 || rt->surf_label[m] == v)
+                continue;
+            const int above = rt->surf_label[m] > v;
+            rt->surf_count[i * 4 + group[k] * 2 + !above]--;
+            rt->surf_count[m * 4 + group[k] * 2 + above]--;
+        }
+}
+
+/* The k-th value line i = (a, b) tries: its hole's coordinate if it has one; else the labels of
+ * its labelled neighbours (sides and directions in order), then one coordinate of each run
+ * between the holes' ones (vals); -2 for a repeat to skip, -1 past the end. */
+static int32_t label_value(const routed *rt, int32_t a, int32_t b, const int32_t n[2], int32_t k,
+                           const int32_t *vals, int32_t nv)
+{
+    const int32_t i = a * n[1] + b;
+    if (rt->surf_hole[i] >= 0)
+        return k == 0 ? rt->surf_hole[i] : -1;
+    int32_t seen[4], ns = 0;
+    for (int side = 0; side < 2; side++)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            const int32_t m = side_neighbour(rt, a, b, n, side, dir);
+            const int32_t v = m >= 0 ? rt->surf_label[m] : -1;
+            int dup = v < 0;
+            for (int32_t j = 0; j < ns && !dup; j++)
+                dup = seen[j] == v;
+            if (ns == k)
+                return dup ? -2 : v;
+            seen[ns++] = dup ? -1 : v;
+        }
+    if (k - 4 >= nv)
+        return -1;
+    for (int32_t j = 0; j < 4; j++)
+        if (seen[j] == vals[k - 4])
+            return -2;
+    return vals[k - 4];
+}
+
+/* Take the top line of the search's stack back; 0 if the stack is empty. */
+static int pop_label(routed *rt, int32_t *depth, const int32_t n[2], const int group[2])
+{
+    if (--*depth < 0)
+        return 0;
+    const int32_t i = rt->surf_stack[*depth];
+    lift_label(rt, i / n[1], i % n[1], n, group);
+    return 1;
+}
+
+/* The unlabelled line to label next: of those with a hole or a labelled neighbour, the first
+ * with at most one value place_label() accepts, else the one with the fewest; with none such,
+ * the first unlabelled line (any value fits it). *fewest: its count of values. */
+static int32_t next_line(routed *rt, const int32_t n[2], const int group[2], const int32_t *vals, int32_t nv,
+                         int32_t *fewest)
+{
+    int32_t pick = -1;
+    *fewest = 0x7fffffff;
+    for (int32_t i = 0; i < n[0] * n[1] && *fewest > 1; i++) {
+        if (rt->surf_label[i] >= 0)
+            continue;
+        const int32_t a = i / n[1], b = i % n[1];
+        int near = rt->surf_hole[i] >= 0;
+        for (int k = 0; k < 4 && !near; k++) {
+            const int32_t m = side_neighbour(rt, a, b, n, k / 2, k % 2 ? 1 : -1);
+            near = m >= 0 && rt->surf_label[m] >= 0;
+        }
+        if (!near) {
+            pick = pick < 0 ? i : pick;
+            continue;
+        }
+        int32_t count = 0;
+        for (int32_t k = 0, v; count < *fewest && (v = label_value(rt, a, b, n, k, vals, nv)) != -1; k++)
+            if (v >= 0 && place_label(rt, a, b, n, group, v)) {
+                lift_label(rt, a, b, n, group);
+                count++;
+            }
+        if (count < *fewest) {
+            *fewest = count;
+            pick = i;
+        }
+    }
+    return pick;
+}
+
+/* rt->surf_label for a surface along e (surface_holes(e) done): the coordinate each line skips,
+ * its hole's where it has one, such that place_label()'s rule holds on every line (then the
+ * stencil's max load is 2 on a torus or mesh routed in dimension order). A backtracking search
+ * that labels next_line() with each value label_value() lists in turn; 0 when there is no such
+ * labelling, or none found within SURFACE_LABEL_WORK, or the surface has more than
+ * SURFACE_LABEL_LINES lines or lines longer than 64 nodes. Deterministic. */
+static int surface_labels(routed *rt, int e)
+{
+    const slide_layout *lay = rt->lay;
+    int p[2];
+    other_dims(e, p);
+    const int32_t n[2] = {lay->grid.size[p[0]], lay->grid.size[p[1]]}, ne = lay->grid.size[e];
+    const int32_t lines = n[0] * n[1];
+    if (ne > 64 || lines > SURFACE_LABEL_LINES)
+        return 0;
+    int pos[SLIDE_MAX_DIMS] = {0, 0, 0};
+    for (int k = 0; k < lay->grid.ndims; k++)
+        pos[rt->net->order[k]] = k;
+    const int group[2] = {pos[p[0]] > pos[e], pos[p[1]] > pos[e]};
+    uint64_t holes = 0;
+    for (int32_t i = 0; i < lines; i++) {
+        rt->surf_label[i] = rt->surf_try[i] = -1;
+        for (int k = 0; k < 4; k++)
+            rt->surf_count[4 * i + k] = 0;
+        if (rt->surf_hole[i] >= 0)
+            holes |= 1ull << rt->surf_hole[i];
+    }
+    int32_t vals[64], nv = 0;
+    for (int32_t v = 0; v < ne; v++)
+        if (holes >> v & 1 || v == 0 || holes >> (v - 1) & 1)
+            vals[nv++] = v;
+    int32_t depth = 0;
+    rt->surf_work = 0;
+    while (depth < lines) {
+        if (rt->surf_work > SURFACE_LABEL_WORK)
+            return 0;
+        int32_t fewest, i = next_line(rt, n, group, vals, nv, &fewest);
+        if (fewest > 0) {
+            rt->surf_stack[depth] = i;
+            rt->surf_try[i] = -1;
+        } else if (!pop_label(rt, &depth, n, group)) {
+            return 0;
+        }
+        /* the top line's next accepted value, else back to the line below it */
+        for (;;) {
+            i = rt->surf_stack[depth];
+            const int32_t v = label_value(rt, i / n[1], i % n[1], n, ++rt->surf_try[i], vals, nv);
+            if (v >= 0 && place_label(rt, i / n[1], i % n[1], n, group, v)) {
+                depth++;
+                break;
+            }
+            if (v == -1 && (!pop_label(rt, &depth, n, group) || rt->surf_work > SURFACE_LABEL_WORK))
+                return 0;
+        }
+    }
+    return 1;
 }
 
 /* Ways to cut a side of n lines into pieces of at least 2: every cut into pieces of 2 and 3
@@ -777,6 +991,196 @@ static void try_whole_map(routed *rt, pick *p, int32_t handled, candidate *c, co
     consider(p, rt, handled, c);
 }
 
+/* The tiling (side_cuts() on each side) of the surface along e that keeps apart every two of the
+ * nf failed lines (fa, fb) skipping different coordinates with the fewest lines in tiles holding a
+ * failure, stripes (one side whole) before any other if stripes_first; scored and considered. */
+static void try_tiling(routed *rt, pick *p, int32_t handled, candidate *c, slide_choice *ch, int e, int d,
+                       const int32_t *fa, const int32_t *fb, int32_t nf, const int32_t n[2], int stripes_first)
+{
+    enum { CAP = 512 };
+    uint64_t cuts[2][CAP];
+
+    uint64_t clash = 0; /* bit i*nf+j: failed lines i < j skip different coordinates */
+    for (int32_t i = 0; i < nf; i++)
+        for (int32_t j = i + 1; j < nf; j++)
+            if (rt->surf_hole[fa[i] * n[1] + fb[i]] != rt->surf_hole[fa[j] * n[1] + fb[j]])
+                clash |= 1ull << (i * nf + j);
+    const int nc[2] = {side_cuts(n[0], rt->lay->grid.periodic, cuts[0], CAP),
+                       side_cuts(n[1], rt->lay->grid.periodic, cuts[1], CAP)};
+    uint64_t together[2][CAP]; /* pairs in one piece along each side */
+    for (int k = 0; k < 2; k++)
+        for (int m = 0; m < nc[k]; m++) {
+            together[k][m] = 0;
+            for (int32_t i = 0; i < nf; i++)
+                for (int32_t j = i + 1; j < nf; j++) {
+                    const int32_t *f = k ? fb : fa;
+                    if (piece_of(cuts[k][m], f[i], n[k]) == piece_of(cuts[k][m], f[j], n[k]))
+                        together[k][m] |= 1ull << (i * nf + j);
+                }
+        }
+    int64_t best_cost = -1;
+    for (int m0 = 0; m0 < nc[0]; m0++)
+        for (int m1 = 0; m1 < nc[1]; m1++) {
+            if ((together[0][m0] & together[1][m1] & clash) != 0 ||
+                (cuts[0][m0] == 0 && cuts[1][m1] == 0))
+                continue;
+            /* lines in tiles that hold a failed line (each such tile once), after
+             * stripes where they matter */
+            int64_t cost = stripes_first && cuts[0][m0] != 0 && cuts[1][m1] != 0 ? (int64_t)n[0] * n[1] : 0;
+            for (int32_t i = 0; i < nf; i++) {
+                int seen = 0;
+                for (int32_t j = 0; j < i && !seen; j++)
+                    seen = piece_of(cuts[0][m0], fa[i], n[0]) == piece_of(cuts[0][m0], fa[j], n[0]) &&
+                           piece_of(cuts[1][m1], fb[i], n[1]) == piece_of(cuts[1][m1], fb[j], n[1]);
+                if (seen)
+                    continue;
+                int64_t size = 1;
+                for (int k = 0; k < 2; k++) {
+                    const uint64_t cut = cuts[k][m0 * (1 - k) + m1 * k];
+                    const int32_t at = piece_of(cut, k ? fb[i] : fa[i], n[k]);
+                    int32_t len = 0;
+                    for (int32_t x = 0; x < n[k]; x++)
+                        len += piece_of(cut, x, n[k]) == at;
+                    size *= len;
+                }
+                cost += size;
+            }
+            if (best_cost < 0 || cost < best_cost) {
+                best_cost = cost;
+                c->srf = (surface){.e = e, .d = d, .cut = {cuts[0][m0], cuts[1][m1]}};
+            }
+        }
+    if (best_cost >= 0) {
+        surface_map(rt, &c->srf, rt->surf_map);
+        try_whole_map(rt, p, handled, c, rt->surf_map, ch);
+    }
+}
+
+/* Product maps with more than one skipped coordinate in all (one is a rigid surface): at most
+ * this many skipped, and this many skip sets checked per assignment of dimensions. */
+#define PRODUCT_SKIPS_MAX 4
+#define PRODUCT_SETS_MAX 4096
+
+/* Whether ranks on the coordinates kept by `skip` (a ring of n) reach their two ring neighbours
+ * through skipped coordinates only, each message the short way: every gap between consecutive
+ * kept coordinates under half the ring, or exactly half from 0 to n/2 (the tie rule sends the
+ * message from 0 the + way). Always on a mesh. */
+static int ring_whole(uint64_t skip, int32_t n, int periodic)
+{
+    if (!periodic)
+        return 1;
+    int32_t first = -1, prev = -1;
+    for (int32_t c = 0; c <= n; c++) {
+        if (c < n && (skip >> c & 1))
+            continue;
+        const int32_t at = c < n ? c : first + n;
+        if (c == n && first < 0)
+            return 0;
+        if (prev >= 0) {
+            const int32_t gap = at - prev;
+            if (2 * gap > n || (2 * gap == n && !(prev == 0 && at == n / 2)))
+                return 0;
+        }
+        if (c < n && first < 0)
+            first = c;
+        prev = at;
+    }
+    return 1;
+}
+
+/* The map of product surface sf into out. Cost O(ranks x side). */
+static void product_map(const routed *rt, const surface *sf, int32_t *out)
+{
+    const slide_layout *lay = rt->lay;
+    const int32_t *L = lay->logical;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        const int32_t lc[3] = {r / (L[1] * L[2]), r / L[2] % L[1], r % L[2]};
+        int32_t node = 0;
+        for (int k = 0; k < lay->grid.ndims; k++) {
+            const int e = sf->perm[k];
+            int32_t c = -1;
+            for (int32_t kept = -1; kept < lc[k];)
+                kept += !(sf->skip[e] >> ++c & 1);
+            node += c * lay->stride[e];
+        }
+        out[r] = node;
+    }
+}
+
+/* Product surfaces (slide_core.h, SLIDE_ROUTED (e)): for each assignment of logical dimensions to
+ * physical ones that skips 2 to PRODUCT_SKIPS_MAX coordinates in all (one per count of skips per
+ * dimension), the first set of skipped
+ * coordinates (each dimension's sets in increasing order) that holds every failed and unused node
+ * and keeps every ring whole (ring_whole()): a map of max load 1; scored and considered. */
+static void try_products(routed *rt, pick *p, int32_t handled, slide_choice *ch)
+{
+    const slide_layout *lay = rt->lay;
+    const int nd = lay->grid.ndims;
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    candidate c;
+    memset(&c, 0, sizeof c);
+    c.kind = SLIDE_CHOICE_SURFACE;
+    int32_t *holes = rt->surf_stack, nholes = 0; /* the failed and unused nodes (the stack is free here) */
+    for (int32_t node = 0; node < lay->nodes; node++)
+        if (rt->n2r[node] <= NODE_DEAD)
+            holes[nholes++] = node;
+    int32_t done[6][SLIDE_MAX_DIMS], ndone = 0; /* skips per dimension already tried */
+    for (int pi = 0; pi < 6; pi++) {
+        const int *perm = perms[pi];
+        int32_t k[SLIDE_MAX_DIMS] = {0, 0, 0}, total = 0, fits = nd == 3 || perm[2] == 2;
+        for (int d = 0; d < nd && fits; d++) {
+            k[perm[d]] = lay->grid.size[perm[d]] - lay->logical[d];
+            fits = k[perm[d]] >= 0 && lay->grid.size[perm[d]] < 64;
+            total += k[perm[d]];
+        }
+        int seen = 0; /* the same skips as an earlier assignment: the same sets, the same loads */
+        for (int j = 0; j < ndone && !seen; j++)
+            seen = done[j][0] == k[0] && done[j][1] == k[1] && done[j][2] == k[2];
+        if (!fits || seen || total < 2 || total > PRODUCT_SKIPS_MAX)
+            continue;
+        memcpy(done[ndone++], k, sizeof k);
+        /* each dimension's skip sets of k[e] coordinates, in increasing order (next_set) */
+        uint64_t set[SLIDE_MAX_DIMS], first[SLIDE_MAX_DIMS];
+        for (int e = 0; e < nd; e++)
+            set[e] = first[e] = k[e] ? (1ull << k[e]) - 1 : 0;
+        for (int32_t tried = 0; tried < PRODUCT_SETS_MAX; tried++) {
+            int ok = 1;
+            for (int e = 0; e < nd && ok; e++)
+                ok = ring_whole(set[e], lay->grid.size[e], lay->grid.periodic);
+            for (int32_t h = 0; h < nholes && ok; h++) {
+                ok = 0;
+                for (int e = 0; e < nd && !ok; e++)
+                    ok = set[e] >> slide_coord_(lay, holes[h], e) & 1;
+            }
+            if (ok) {
+                c.srf = (surface){.product = 1};
+                for (int e = 0; e < SLIDE_MAX_DIMS; e++) {
+                    c.srf.perm[e] = perm[e];
+                    c.srf.skip[e] = set[e];
+                }
+                product_map(rt, &c.srf, rt->surf_map);
+                try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
+                break;
+            }
+            /* the next combination: advance the lowest dimension whose set can grow, reset the ones below */
+            int e = 0;
+            for (; e < nd; e++) {
+                const uint64_t x = set[e];
+                if (x == 0)
+                    continue;
+                const uint64_t low = x & -x, ripple = x + low, next = ripple | (((x ^ ripple) >> 2) / low);
+                if ((next >> lay->grid.size[e]) == 0 && ripple != 0) {
+                    set[e] = next;
+                    break;
+                }
+                set[e] = first[e];
+            }
+            if (e == nd)
+                break;
+        }
+    }
+}
+
 /* Surface candidates (slide_core.h, SLIDE_ROUTED (e)) while the best load is above 1: per
  * fitting orientation, the rigid one (one tile) if the failed and unused nodes allow it, and while
  * the best load is above 2 the tiling (side_cuts() on each side) that keeps apart every two failed
@@ -786,11 +1190,11 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
 {
     const slide_layout *lay = rt->lay;
     const int nd = lay->grid.ndims;
-    enum { CAP = 512 };
-    uint64_t cuts[2][CAP];
     candidate c;
     memset(&c, 0, sizeof c);
     c.kind = SLIDE_CHOICE_SURFACE;
+    if (chosen(p) == NULL || chosen(p)->sc.load_max > 1)
+        try_products(rt, p, handled, ch);
     for (int e = 0; e < nd; e++)
         for (int d = 0; d < nd; d++) {
             const candidate *best = chosen(p);
@@ -816,65 +1220,16 @@ static void try_surfaces(routed *rt, pick *p, int32_t handled, slide_choice *ch)
                     nf++;
                 }
             if (rigid) {
-                c.srf = (surface){e, d, {0, 0}};
+                c.srf = (surface){.e = e, .d = d};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
-            if (rigid || nf > SURFACE_FORCED_MAX || n[0] > SURFACE_SIDE_MAX || n[1] > SURFACE_SIDE_MAX ||
-                chosen(p)->sc.load_max <= 2)
+            if (rigid || chosen(p)->sc.load_max <= 2)
                 continue;
-            uint64_t clash = 0; /* bit i*nf+j: failed lines i < j skip different coordinates */
-            for (int32_t i = 0; i < nf; i++)
-                for (int32_t j = i + 1; j < nf; j++)
-                    if (rt->surf_hole[fa[i] * n[1] + fb[i]] != rt->surf_hole[fa[j] * n[1] + fb[j]])
-                        clash |= 1ull << (i * nf + j);
-            const int nc[2] = {side_cuts(n[0], lay->grid.periodic, cuts[0], CAP),
-                               side_cuts(n[1], lay->grid.periodic, cuts[1], CAP)};
-            uint64_t together[2][CAP]; /* pairs in one piece along each side */
-            for (int k = 0; k < 2; k++)
-                for (int m = 0; m < nc[k]; m++) {
-                    together[k][m] = 0;
-                    for (int32_t i = 0; i < nf; i++)
-                        for (int32_t j = i + 1; j < nf; j++) {
-                            const int32_t *f = k ? fb : fa;
-                            if (piece_of(cuts[k][m], f[i], n[k]) == piece_of(cuts[k][m], f[j], n[k]))
-                                together[k][m] |= 1ull << (i * nf + j);
-                        }
-                }
-            const int stripes_first = nd == 3 && e != rt->net->order[1];
-            int64_t best_cost = -1;
-            for (int m0 = 0; m0 < nc[0]; m0++)
-                for (int m1 = 0; m1 < nc[1]; m1++) {
-                    if ((together[0][m0] & together[1][m1] & clash) != 0 ||
-                        (cuts[0][m0] == 0 && cuts[1][m1] == 0))
-                        continue;
-                    /* lines in tiles that hold a failed line (each such tile once), after
-                     * stripes where they matter */
-                    int64_t cost = stripes_first && cuts[0][m0] != 0 && cuts[1][m1] != 0 ? (int64_t)n[0] * n[1] : 0;
-                    for (int32_t i = 0; i < nf; i++) {
-                        int seen = 0;
-                        for (int32_t j = 0; j < i && !seen; j++)
-                            seen = piece_of(cuts[0][m0], fa[i], n[0]) == piece_of(cuts[0][m0], fa[j], n[0]) &&
-                                   piece_of(cuts[1][m1], fb[i], n[1]) == piece_of(cuts[1][m1], fb[j], n[1]);
-                        if (seen)
-                            continue;
-                        int64_t size = 1;
-                        for (int k = 0; k < 2; k++) {
-                            const uint64_t cut = cuts[k][m0 * (1 - k) + m1 * k];
-                            const int32_t at = piece_of(cut, k ? fb[i] : fa[i], n[k]);
-                            int32_t len = 0;
-                            for (int32_t x = 0; x < n[k]; x++)
-                                len += piece_of(cut, x, n[k]) == at;
-                            size *= len;
-                        }
-                        cost += size;
-                    }
-                    if (best_cost < 0 || cost < best_cost) {
-                        best_cost = cost;
-                        c.srf = (surface){e, d, {cuts[0][m0], cuts[1][m1]}};
-                    }
-                }
-            if (best_cost >= 0) {
+            if (nf <= SURFACE_FORCED_MAX && n[0] <= SURFACE_SIDE_MAX && n[1] <= SURFACE_SIDE_MAX)
+                try_tiling(rt, p, handled, &c, ch, e, d, fa, fb, nf, n, nd == 3 && e != rt->net->order[1]);
+            if (chosen(p)->sc.load_max > 2 && surface_labels(rt, e)) {
+                c.srf = (surface){.e = e, .d = d, .labelled = 1};
                 surface_map(rt, &c.srf, rt->surf_map);
                 try_whole_map(rt, p, handled, &c, rt->surf_map, ch);
             }
@@ -934,6 +1289,14 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     rt.surf_hole = p;
     p += lay->nodes;
     rt.surf_tile = p;
+    p += lay->nodes;
+    rt.surf_label = p;
+    p += lay->nodes;
+    rt.surf_try = p;
+    p += lay->nodes;
+    rt.surf_count = p;
+    p += 4 * (int64_t)lay->nodes;
+    rt.surf_stack = p;
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
@@ -1004,8 +1367,14 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
         if (c->kind == SLIDE_CHOICE_HYBRID) {
             adopt_map(&rt, hybrid_map);
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
-            surface_holes(&rt, c->srf.e);
-            surface_map(&rt, &c->srf, rt.surf_map);
+            if (c->srf.product) {
+                product_map(&rt, &c->srf, rt.surf_map);
+            } else {
+                surface_holes(&rt, c->srf.e);
+                if (c->srf.labelled)
+                    surface_labels(&rt, c->srf.e); /* deterministic: the labels it was scored with */
+                surface_map(&rt, &c->srf, rt.surf_map);
+            }
             adopt_map(&rt, rt.surf_map);
         } else if (c->kind != SLIDE_CHOICE_NONE) {
             queue_candidate(&rt, f, v, c);
@@ -1020,13 +1389,15 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
                 ch.width[k] = c->blk.w[k];
             }
         } else if (c->kind == SLIDE_CHOICE_SURFACE) {
-            ch.dim = c->srf.e;
-            ch.dir = c->srf.d;
-            for (int k = 0; k < 2; k++) { /* pieces per side */
+            ch.dim = c->srf.product ? -1 : c->srf.e; /* a product map: dim, dir -1, no tiles */
+            ch.dir = c->srf.product ? -1 : c->srf.d;
+            int q[2];
+            other_dims(c->srf.e, q);
+            for (int k = 0; k < 2 && !c->srf.product; k++) { /* pieces per side (labelled: one per line) */
                 int32_t pieces = 0;
                 for (int bit = 0; bit < 64; bit++)
                     pieces += (int32_t)(c->srf.cut[k] >> bit & 1);
-                ch.width[k] = pieces > 0 ? pieces : 1;
+                ch.width[k] = c->srf.labelled ? lay->grid.size[q[k]] : pieces > 0 ? pieces : 1;
             }
         } else if (c->kind == SLIDE_CHOICE_CROSS) {
             ch.dim = c->crs.d;
