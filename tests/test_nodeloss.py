@@ -60,13 +60,20 @@ def assert_survived(run: MpiRun, lost_nodes: list[int]) -> None:
         assert run.value(rank, "finalized") is None, f"rank {rank} of a killed node finished\n{detail}"
     # A rank's output travels to mpirun along the daemons' routing tree; lines in flight through a
     # relay at the moment it is killed are lost with it (docs/nodeloss.md), so a survivor behind
-    # that relay may miss its error line. The lines it printed after the repair must all be there.
+    # that relay may miss the lines it printed before the routing tree was repaired: its error and,
+    # as the recovery itself runs over the processes' own connections (every process has every
+    # other's address from MPI_Init, patch ompi/12), even its shrink's. Every line that arrived must
+    # be right, and the lines printed once the survivors worked together again must all be there.
+    def arrived(key: str) -> set[str]:
+        return {value for value in run.values(key, survivors).values() if value is not None}
+
     errors = {rank: error for rank, error in run.values("error", survivors).items() if error is not None}
     assert set(errors.values()) <= {"MPIX_ERR_PROC_FAILED", "MPIX_ERR_REVOKED"}, f"{errors}\n{detail}"
-    assert "MPIX_ERR_PROC_FAILED" in errors.values(), f"{errors}\n{detail}"
-    assert set(run.values("shrink", survivors).values()) == {"MPI_SUCCESS"}, detail
-    assert set(run.values("survivors", survivors).values()) == {str(len(survivors))}, detail
-    assert set(run.values("left_out", survivors).values()) == {",".join(map(str, lost))}, detail
+    # a revoke comes from a survivor that saw the failure: its own line, or one lost in flight
+    assert "MPIX_ERR_PROC_FAILED" in errors.values() or len(errors) < len(survivors), f"{errors}\n{detail}"
+    assert arrived("shrink") == {"MPI_SUCCESS"}, detail
+    assert arrived("survivors") == {str(len(survivors))}, detail
+    assert arrived("left_out") == {",".join(map(str, lost))}, detail
     assert set(run.values("after", survivors).values()) == {"ok"}, detail
     assert set(run.values("finalized", survivors).values()) == {"1"}, detail
     assert run.stderr.count("lost daemon") == len(lost_nodes), detail  # one notice per lost node
