@@ -28,6 +28,7 @@ from ftslide.toolchain.native import REPO, c_enum
 from mpiharness import FORTRAN_MODULES, MPI_SOURCES, PYTHON_HELPERS
 from test_build import assert_one_line_error, ftslide
 from test_conformance_python import another_mpi4py
+import test_sliding_runtime as runtime_test
 from test_sliding_runtime import GRID, SCHEDULE_IDS, SCHEDULES, SPARES
 
 pytestmark = pytest.mark.mpi
@@ -58,10 +59,7 @@ def reference(mpi_prefix, program, c_checksum):
 
 
 def run_with(mpi_prefix, program, method, kills, **options):
-    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, program=program, timeout=TIMEOUT, **options)
-    for node, point in kills:
-        assert run.killed.get(node) == point, f"node {node} was not killed at {point}:\n{run.stderr[-3000:]}"
-    return run
+    return runtime_test.run_with(mpi_prefix, program, method, kills, timeout=TIMEOUT, **options)
 
 
 @pytest.mark.parametrize("method,kills,failed_after,resumes", SCHEDULES, ids=SCHEDULE_IDS)

@@ -52,8 +52,8 @@ def holding_rank(method: str, kills: list[tuple[int, int]]) -> list[tuple[int, s
     return out
 
 
-def run_with(mpi_prefix, jacobi, method, kills):
-    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, program=jacobi, timeout=120)
+def run_with(mpi_prefix, jacobi, method, kills, timeout=120, **options):
+    run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, program=jacobi, timeout=timeout, **options)
     for node, point in kills:
         assert run.killed.get(node) == point, f"node {node} was not killed at {point}:\n{run.stderr[-3000:]}"
     return run
