@@ -324,3 +324,17 @@ def test_ranks_per_node_count_the_faces_between_nodes():
     assert doc["methods"][0]["ranks_moved"] == 2 and doc["methods"][0]["pairs"] == 16
     # one rank per node: the document as before, without the new keys
     assert "ranks_per_node" not in json.loads(ftslide_map(*MESH, "--json").stdout)
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`ftslide map --json --with-map | head -2`: the reader closes the pipe long before the 13,000
+    ranks' map is written; the command stops as a pipe's writer does (status 141), no traceback."""
+    with subprocess.Popen([sys.executable, "-m", "ftslide", "map", "--grid", "24x24x24", "--spares", "x:1",
+                           "--fail", "3,4", "--json", "--with-map"], cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().strip() == b"{"
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 141, err
+    assert err == ""
