@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
 import signal
 import sys
 from typing import Sequence
@@ -68,10 +69,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ftslide {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        if not _reader_gone(sys.stdout):
+            raise
         # The reader went away (`ftslide map --json | head`): stop quietly, as a pipe's writer does,
         # and keep the interpreter's final flush from failing on the closed pipe too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+
+
+def _reader_gone(stream: object) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (poll reports an error on it)."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLERR)  # type: ignore[attr-defined]
+        return bool(poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 if __name__ == "__main__":
