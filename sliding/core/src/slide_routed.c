@@ -1252,6 +1252,14 @@ static void adopt_map(routed *rt, const int32_t *m)
     reset_loads(rt);
 }
 
+/* The next n words of the workspace. */
+static int32_t *take(int32_t **p, int64_t n)
+{
+    int32_t *at = *p;
+    *p += n;
+    return at;
+}
+
 int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfailed,
                   int32_t *r2n, slide_choice *choices, int32_t *w, int32_t *err_index)
 {
@@ -1266,37 +1274,24 @@ int slide_routed_(const slide_layout *lay, const int32_t *failed, int32_t nfaile
     rt.lay = lay;
     rt.net = &lay->net;
     rt.r2n = r2n;
-    int32_t *p = hybrid_map + lay->ranks;
+    int32_t *p = hybrid_map + lay->ranks; /* the rest: what slide_routed_words_() counts */
     rt.nlayers = 1 + lay->grid.ndims;
     for (int k = 0; k < rt.nlayers; k++) {
-        rt.ly[k].load = (uint32_t *)p;
-        p += lay->net.links;
-        rt.ly[k].hist = p;
-        p += hist_len(lay);
+        rt.ly[k].load = (uint32_t *)take(&p, lay->net.links);
+        rt.ly[k].hist = take(&p, hist_len(lay));
     }
-    rt.scratch = (uint32_t *)p;
-    p += lay->net.links;
-    rt.n2r = p;
-    p += lay->nodes;
-    rt.newnode = p;
-    p += lay->ranks;
-    rt.moved = p;
-    p += lay->ranks;
-    rt.route = p;
-    p += lay->net.route_max;
-    rt.surf_map = p;
-    p += lay->ranks;
-    rt.surf_hole = p;
-    p += lay->nodes;
-    rt.surf_tile = p;
-    p += lay->nodes;
-    rt.surf_label = p;
-    p += lay->nodes;
-    rt.surf_try = p;
-    p += lay->nodes;
-    rt.surf_count = p;
-    p += 4 * (int64_t)lay->nodes;
-    rt.surf_stack = p;
+    rt.scratch = (uint32_t *)take(&p, lay->net.links);
+    rt.n2r = take(&p, lay->nodes);
+    rt.newnode = take(&p, lay->ranks);
+    rt.moved = take(&p, lay->ranks);
+    rt.route = take(&p, lay->net.route_max);
+    rt.surf_map = take(&p, lay->ranks);
+    rt.surf_hole = take(&p, lay->nodes);
+    rt.surf_tile = take(&p, lay->nodes);
+    rt.surf_label = take(&p, lay->nodes);
+    rt.surf_try = take(&p, lay->nodes);
+    rt.surf_count = take(&p, 4 * (int64_t)lay->nodes);
+    rt.surf_stack = take(&p, lay->nodes);
 
     slide_initial_map(lay, r2n);
     for (int32_t node = 0; node < lay->nodes; node++)
