@@ -258,6 +258,47 @@ def test_refused_rendezvous_send_fails(mpi_prefix, mpi_program, variant):
     assert run.values("finished", [0, 1]) == {0: "1", 1: "1"}, run.describe()
 
 
+SEND_AFTER_FREE = [(next_step, count, "send") for next_step in ("free", "finalize", "leave")
+                   for count in (16, 8192, 4 << 20)] + [("free", 8192, "isend"), ("free", 8192, "ssend"),
+                                                        ("finalize", 16, "ssend")]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("variant", ["default", "upstream"])
+@pytest.mark.parametrize("next_step,count,mode", SEND_AFTER_FREE,
+                         ids=[f"{n}-{c}-{m}" for n, c, m in SEND_AFTER_FREE])
+def test_send_reaching_a_receiver_that_moved_on(mpi_prefix, mpi_program, tmp_path, variant, next_step, count, mode):
+    """np 2 (tests/mpi/revoke/send_after_free.c): rank 1 revokes a communicator and frees it (free), frees it and
+    enters MPI_Finalize (finalize) or keeps it and waits elsewhere (leave), while rank 0 stays out of MPI; then rank 0
+    sends on it. A rendezvous send (8 KiB, 4 MiB, any MPI_Ssend) must end with MPIX_ERR_REVOKED, an eager one may
+    succeed, and both processes must get through MPI_Finalize. Before patch ompi/13 every free and finalize case hung
+    (the rendezvous header found no communicator at rank 1; the eager message was taken by the communicator that
+    reused the CID in MPI_Finalize, whose barrier then never completed), with both module sets."""
+    options = () if variant == "default" else ("--mca", "coll", "^ftera", *VARIANTS["upstream"])
+    run = run_program(mpi_prefix, mpi_program("revoke/send_after_free.c"), 2,
+                      args=[str(tmp_path), str(count), next_step, mode], mpirun_options=options, timeout=60)
+    assert run.returncode == 0, run.describe()
+    eager = count <= 16 and mode != "ssend"
+    assert run.value(0, "send") in ((REVOKED, "MPI_SUCCESS") if eager else (REVOKED,)), run.describe()
+    assert run.values("finalized", [0, 1]) == {0: "1", 1: "1"}, run.describe()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("what,count,expected", [("null", 0, "MPI_ERR_COMM"), ("freed", 0, "MPI_ERR_COMM"),
+                                                 ("twice", 0, "MPI_SUCCESS"), ("finalizing", 16, "MPI_SUCCESS"),
+                                                 ("finalizing", 8192, REVOKED), ("finalizing", 4 << 20, REVOKED)])
+def test_bad_revokes_and_sends_end_in_an_error_class(mpi_prefix, mpi_program, tmp_path, what, count, expected):
+    """np 2 (tests/mpi/revoke/revoke_bad_input.c, errors returned): MPIX_Comm_revoke of MPI_COMM_NULL or of a freed
+    handle fails with MPI_ERR_COMM, a second revoke of one communicator succeeds, and a send on MPI_COMM_WORLD to a
+    process already inside MPI_Finalize succeeds eagerly or fails with MPIX_ERR_REVOKED (patch ompi/14: before it,
+    the 8 KiB and 4 MiB sends hung, the receiver waiting in MPI_Finalize for the sender). Both processes finalize."""
+    run = run_program(mpi_prefix, mpi_program("revoke/revoke_bad_input.c"), 2,
+                      args=[what, str(tmp_path), str(count)], timeout=60)
+    assert run.returncode == 0, run.describe()
+    assert run.value(0, "rc") == expected, run.describe()
+    assert run.values("finalized", [0, 1]) == {0: "1", 1: "1"}, run.describe()
+
+
 # --- CID reuse and inter-communicators --------------------------------------------------------------------------
 
 def _finalize_counters(text):

@@ -23,8 +23,10 @@
  * only queues, and a nested drive() returns at once.
  *
  * A message for a communicator this process does not have: if one with that
- * name was freed here it is dropped, otherwise it is kept (bounded) and
- * replayed when the communicator is activated here.
+ * name was freed here, its detached channel (the last RBCAST_DETACHED_MAX
+ * freed) forwards it without delivering, or it is dropped once that channel
+ * is gone; otherwise it is kept (bounded) and replayed when the communicator
+ * is activated here.
  *
  * Fault injection for the tests: FTSLIDE_KILL="R@bmg_sent_N" kills world rank R
  * right after it handed its N-th message to the BTL, "R@bmg_deliver_N" right
@@ -434,7 +436,7 @@ static void on_message(rbcast_chan_t *c, uint32_t src, const void *msg)
     int rc = bmg_recv(c->b, src, msg, BMG_MSG_SIZE);
     if (BMG_OK != rc) {
         RBCAST_OUT(20, "comm %s: message from position %u refused by the core (%d)",
-                  ompi_comm_print_cid(c->comm), src, rc);
+                  NULL == c->comm ? "(freed)" : ompi_comm_print_cid(c->comm), src, rc);
     }
     /* forward first: the FT callback (the local revoke) would delay the
      * processes below us by its own cost */
@@ -463,6 +465,20 @@ static int was_freed(const rbcast_key_t *k)
     return ftslide_freed_has(&freed, k);
 }
 
+/* the detached channel of type TYPE of the communicator named K, freed here
+ * (a channel set up at activation and never used takes the type), or NULL */
+static rbcast_chan_t *detached_chan(const rbcast_key_t *k, uint32_t type)
+{
+    for (unsigned i = 0; i < RBCAST_DETACHED_MAX; i++) {
+        rbcast_chan_t *c = detached[i];
+        if (NULL != c && ftslide_key_eq(&c->key, k) && (c->type == type || c->type == RBCAST_TYPE_UNSET)) {
+            c->type = type;
+            return c;
+        }
+    }
+    return NULL;
+}
+
 static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receive_descriptor_t *des)
 {
     (void) btl;
@@ -489,6 +505,12 @@ static void recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_receiv
         return;
     }
     rbcast_key_t k = key_of_hdr(&hdr);
+    rbcast_chan_t *d = detached_chan(&k, hdr.type);
+    if (NULL != d) { /* freed here: forward it all the same, deliver to nobody */
+        on_message(d, hdr.src, buf + sizeof(hdr));
+        drive();
+        return;
+    }
     if (was_freed(&k) || 0 != ftslide_stash_put(&stash, k, buf, sizeof(buf))) {
         rbcast_ndropped++;
         RBCAST_OUT(20, "dropped a message for a communicator %s (epoch %u)",
@@ -624,20 +646,20 @@ void ftslide_rbcast_comm_freed(ompi_communicator_t *comm)
     rbcast_chan_t *c = by_index[comm->c_index];
     by_index[comm->c_index] = NULL;
     while (NULL != c) {
+        /* Peers may still need this process to forward a broadcast on the
+         * communicator, whether it delivered here or not: the lean variant's
+         * tree runs through it (a subtree would never hear of a revoke that
+         * arrives after the free), and it bypasses a vertex that dies later.
+         * Detach the channel from the communicator and keep it, the last
+         * RBCAST_DETACHED_MAX of them (the oldest goes): it forwards what
+         * arrives and takes failures from MPI_COMM_WORLD, and delivers to
+         * nobody. */
         rbcast_chan_t *next = c->sib;
         c->sib = NULL;
-        if (0 == bmg_epoch(c->b)) {
-            destroy_chan(c);
-        } else {
-            /* It delivered: peers may still need it to forward (the lean
-             * variant bypasses a vertex that dies later; a peer may not have
-             * the revoke yet). Detach it from the communicator and keep it,
-             * the last RBCAST_DETACHED_MAX of them (the oldest goes). */
-            c->comm = NULL;
-            if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
-            detached[detached_next] = c;
-            detached_next = (detached_next + 1) % RBCAST_DETACHED_MAX;
-        }
+        c->comm = NULL;
+        if (NULL != detached[detached_next]) destroy_chan(detached[detached_next]);
+        detached[detached_next] = c;
+        detached_next = (detached_next + 1) % RBCAST_DETACHED_MAX;
         c = next;
     }
     ftslide_freed_add(&freed, key_of(comm));
