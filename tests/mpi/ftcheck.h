@@ -34,6 +34,7 @@ static inline const char *ftcheck_class(int rc)
     case MPIX_ERR_PROC_FAILED_PENDING: return "MPIX_ERR_PROC_FAILED_PENDING";
     case MPIX_ERR_REVOKED: return "MPIX_ERR_REVOKED";
     case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
     case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
     default: return "OTHER_ERROR";
     }
