@@ -5,10 +5,13 @@
  *
  * Each iteration: dup MPI_COMM_WORLD into d, post on d a receive from oneself,
  * barrier, rank (iteration % size) revokes d, wait (MPIX_ERR_REVOKED expected),
- * free d and at once dup MPI_COMM_WORLD into e, which Open MPI gives the CID
- * d had (with another epoch) while messages of d's revoke may still be on
- * their way. e must not be revoked: an allreduce on it succeeds with the sum
- * of the ranks and MPIX_Comm_is_revoked says 0. Reports bad=<number of
+ * free d and at once dup MPI_COMM_WORLD into e while messages of d's revoke
+ * may still be on their way. A revoked communicator keeps its CID for the
+ * next 64 revoked ones freed (patch ompi/13), so e and the later d's reuse the
+ * CIDs of communicators freed before (with another epoch), those of
+ * unrevoked e's at once, those of revoked d's after 64 iterations. e must not
+ * be revoked: an allreduce on it succeeds with the sum of the ranks and
+ * MPIX_Comm_is_revoked says 0. Reports bad=<number of
  * iterations where anything differed> and finished=1.
  */
 #include <stdlib.h>
