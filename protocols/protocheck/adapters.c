@@ -42,7 +42,66 @@ typedef struct bmg_ad {
     int bdone[BMG_MAXB];
     uint64_t *deliv; /* P x BMG_MAXD */
     uint32_t *ndeliv;
+    /* processes that stop without crashing (see adapters.h) */
+    uint8_t *freed;   /* freed the communicator */
+    uint8_t *fin;     /* entered MPI_Finalize */
+    uint8_t *halted;  /* finalized for good: does nothing more */
+    uint8_t *deaf;    /* the adapter drops its messages and reports (mutants only) */
+    uint32_t nfin;
+    int all_halted;   /* the halting point has passed */
 } bmg_ad_t;
+
+static int bmg_trace(sim_t *s) { return sim_params(s)->trace; }
+
+/* Every process is crashed or in MPI_Finalize: the agreement that our
+ * MPI_Finalize runs first can end, so every process in it halts. Checked at
+ * each event boundary (crashes happen inside events). */
+static void bmg_maybe_halt(sim_t *s, bmg_ad_t *a)
+{
+    uint32_t P = sim_nprocs(s);
+    if (a->all_halted || a->nfin == 0 || a->nfin + sim_stats(s)->crashes < P) return;
+    for (uint32_t r = 0; r < P; r++)
+        if (!sim_dead(s, r) && !a->fin[r]) return;
+    a->all_halted = 1;
+    for (uint32_t r = 0; r < P; r++)
+        if (!sim_dead(s, r)) {
+            a->halted[r] = 1;
+            sim_note_stop(s, SIM_STOP_HALT);
+        }
+    if (bmg_trace(s)) fprintf(stderr, "    ** every live process is in MPI_Finalize: all of them halt\n");
+}
+
+/* Stops that fall due after d deliveries of r (d = 0: at the start). */
+static void bmg_stops(sim_t *s, bmg_ad_t *a, uint32_t r, uint32_t d)
+{
+    const sim_params_t *prm = sim_params(s);
+    if (prm->free_at && prm->free_at[r] == (int32_t)d && !a->freed[r]) {
+        a->freed[r] = 1;
+        sim_note_stop(s, SIM_STOP_FREE);
+#ifdef BMG_MUTANT_FREED_DROPS
+        if (d == 0) a->deaf[r] = 1; /* the old rule: a channel that never delivered is dropped */
+#endif
+#ifdef BMG_MUTANT_FREED_DEAF
+        a->deaf[r] = 2; /* messages still reach the core, failure reports do not */
+#endif
+        if (prm->trace)
+            fprintf(stderr, "      p%u frees the communicator after %u deliveries%s\n", r, d,
+                    a->deaf[r] == 1 ? " (channel dropped)" : a->deaf[r] == 2 ? " (channel gets no failure reports)" : "");
+    }
+    if (prm->fin_at && prm->fin_at[r] == (int32_t)d && !a->fin[r]) {
+        a->fin[r] = 1;
+        a->nfin++;
+        sim_note_stop(s, SIM_STOP_FINALIZE);
+        if (prm->trace) fprintf(stderr, "      p%u enters MPI_Finalize after %u deliveries\n", r, d);
+#ifdef BMG_MUTANT_FINALIZE_HALTS
+        a->halted[r] = 1;
+        sim_note_stop(s, SIM_STOP_HALT);
+        if (prm->trace) fprintf(stderr, "      p%u halts at once\n", r);
+#else
+        bmg_maybe_halt(s, a);
+#endif
+    }
+}
 
 static void bmg_cb_send(void *c, uint32_t dest, const void *msg, size_t len)
 {
@@ -63,6 +122,9 @@ static void bmg_cb_deliver(void *c, uint32_t origin, uint64_t epoch)
                       (unsigned long long)a->deliv[(size_t)r * BMG_MAXD + k - 1]);
     if (k < BMG_MAXD) a->deliv[(size_t)r * BMG_MAXD + k] = epoch;
     a->ndeliv[r]++;
+    /* (the delivery is the last thing the core does in an event: a stop
+     * applied here falls on the event boundary) */
+    bmg_stops(s, a, r, a->ndeliv[r]);
 }
 
 static int bmg_setup(sim_t *s)
@@ -74,6 +136,10 @@ static int bmg_setup(sim_t *s)
     a->ctx = xcalloc(P, sizeof *a->ctx);
     a->deliv = xcalloc((size_t)P * BMG_MAXD, sizeof *a->deliv);
     a->ndeliv = xcalloc(P, sizeof *a->ndeliv);
+    a->freed = xcalloc(P, 1);
+    a->fin = xcalloc(P, 1);
+    a->halted = xcalloc(P, 1);
+    a->deaf = xcalloc(P, 1);
     sim_set_pdata(s, a);
     bmg_callbacks_t cb = {bmg_cb_send, bmg_cb_deliver};
     for (uint32_t r = 0; r < P; r++) {
@@ -113,6 +179,7 @@ static int bmg_setup(sim_t *s)
         break;
     }
     for (uint32_t i = 0; i < a->nb; i++) sim_post_local(s, a->brank[i], i);
+    for (uint32_t r = 0; r < P; r++) bmg_stops(s, a, r, 0);
     return 0;
 }
 
@@ -125,6 +192,10 @@ static void bmg_teardown(sim_t *s)
     free(a->ctx);
     free(a->deliv);
     free(a->ndeliv);
+    free(a->freed);
+    free(a->fin);
+    free(a->halted);
+    free(a->deaf);
     free(a);
     sim_set_pdata(s, NULL);
 }
@@ -132,6 +203,11 @@ static void bmg_teardown(sim_t *s)
 static void bmg_on_local(sim_t *s, uint32_t rank, uint64_t arg)
 {
     bmg_ad_t *a = sim_pdata(s);
+    bmg_maybe_halt(s, a);
+    if (a->freed[rank] || a->fin[rank]) { /* no revoke on a freed communicator, nor from MPI_Finalize */
+        if (bmg_trace(s)) fprintf(stderr, "      p%u has freed or finalized: no broadcast\n", rank);
+        return;
+    }
     a->bdone[arg] = 1;
     if (bmg_broadcast(a->core[rank], a->bepoch[arg]) != BMG_OK) sim_violation(s, "p%u: bmg_broadcast failed", rank);
 }
@@ -139,6 +215,11 @@ static void bmg_on_local(sim_t *s, uint32_t rank, uint64_t arg)
 static void bmg_on_msg(sim_t *s, uint32_t to, uint32_t from, const void *buf, size_t len)
 {
     bmg_ad_t *a = sim_pdata(s);
+    bmg_maybe_halt(s, a);
+    if (a->halted[to] || a->deaf[to] == 1) {
+        if (bmg_trace(s)) fprintf(stderr, "      p%u %s: message dropped\n", to, a->halted[to] ? "has halted" : "dropped its channel");
+        return;
+    }
     int rc = bmg_recv(a->core[to], from, buf, len);
     if (rc != BMG_OK) sim_violation(s, "p%u rejected a message from p%u (rc %d)", to, from, rc);
 }
@@ -146,6 +227,12 @@ static void bmg_on_msg(sim_t *s, uint32_t to, uint32_t from, const void *buf, si
 static void bmg_on_fail(sim_t *s, uint32_t observer, uint32_t dead)
 {
     bmg_ad_t *a = sim_pdata(s);
+    bmg_maybe_halt(s, a);
+    if (a->halted[observer] || a->deaf[observer]) {
+        if (bmg_trace(s))
+            fprintf(stderr, "      p%u %s: report dropped\n", observer, a->halted[observer] ? "has halted" : "gets no reports");
+        return;
+    }
     if (bmg_failure(a->core[observer], dead) != BMG_OK) sim_violation(s, "p%u: bmg_failure failed", observer);
 }
 
@@ -167,17 +254,24 @@ static void bmg_check(sim_t *s)
         uint64_t lvl = bmg_epoch(a->core[r]);
         if (lvl > top) top = lvl, top_rank = (int32_t)r;
     }
+    /* (the highest epoch of any live core, freed and finalized ones included:
+     * a freed core keeps running; once anyone halted, nobody is waiting) */
     for (uint32_t r = 0; r < P; r++) {
-        if (sim_dead(s, r)) continue;
+        if (sim_dead(s, r) || a->freed[r] || a->fin[r]) continue;
         uint64_t lvl = bmg_epoch(a->core[r]);
         if (lvl != top)
-            sim_violation(s, "agreement: alive p%d delivered epoch %llu but alive p%u ends at epoch %llu", top_rank,
+            sim_violation(s, "agreement: alive p%d delivered epoch %llu but waiting p%u ends at epoch %llu", top_rank,
                           (unsigned long long)top, r, (unsigned long long)lvl);
     }
-    for (uint32_t b = 0; b < a->nb; b++)
-        if (a->bdone[b] && !sim_dead(s, a->brank[b]) && top < a->bepoch[b])
-            sim_violation(s, "validity: alive origin p%u broadcast epoch %llu, alive processes end at %llu", a->brank[b],
-                          (unsigned long long)a->bepoch[b], (unsigned long long)top);
+    for (uint32_t b = 0; b < a->nb; b++) {
+        if (!a->bdone[b] || sim_dead(s, a->brank[b])) continue;
+        for (uint32_t r = 0; r < P; r++) {
+            if (sim_dead(s, r) || a->freed[r] || a->fin[r] || bmg_epoch(a->core[r]) >= a->bepoch[b]) continue;
+            sim_violation(s, "validity: alive origin p%u broadcast epoch %llu, waiting p%u ends at %llu", a->brank[b],
+                          (unsigned long long)a->bepoch[b], r, (unsigned long long)bmg_epoch(a->core[r]));
+            break;
+        }
+    }
 }
 
 const sim_proto_t proto_bmg = {"bmg", bmg_setup, bmg_teardown, bmg_on_local, bmg_on_msg, bmg_on_fail, bmg_check};

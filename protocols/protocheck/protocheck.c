@@ -3,8 +3,8 @@
  * their properties (see adapters.h for the properties, sim.h for the model).
  *
  *   protocheck --proto bmg|bmg-lean|era|era-early --p N|A-B
- *              [--exhaustive [--delay-bound B]] [--schedules K | --long]
- *              [--seed S | --replay TOKEN] [options]
+ *              [--exhaustive [--delay-bound B] [--max-frees F] [--max-finalizes G]]
+ *              [--schedules K | --long] [--seed S | --replay TOKEN] [options]
  *   protocheck --msgcount --p N [--max-ratio R]
  *
  * Exit status: 0 all schedules passed (with --expect-violation: a violation
@@ -55,6 +55,10 @@ typedef struct opts {
     era_tree_t tree; /* era: shape of the agreement tree */
     int ring_order;  /* era: tree over the folded ring order (era_set_torus with one ring of P) */
     int radix;       /* bmg-lean: 0 the core's default (4), k >= 2, or SIM_RADIX_STAR / SIM_RADIX_MIXED */
+    int max_frees;     /* bmg, exhaustive: processes that free the communicator (default 0) */
+    int max_fins;      /* bmg, exhaustive: processes that enter MPI_Finalize (default 0) */
+    double free_prob;  /* bmg, random: probability that a process frees (<0: mixed) */
+    double fin_prob;   /* bmg, random: probability that a process finalizes (<0: mixed) */
     char argv_extra[512]; /* options to repeat in replay commands */
 } opts_t;
 
@@ -92,6 +96,14 @@ static void usage(FILE *f)
             "  --radix K|star|mixed  bmg-lean: every process's radix (default 4); star: P, the whole\n"
             "                        communicator in one level, as the revoke on one node; mixed: processes\n"
             "                        differ (P, 2, 4, 3 by rank in exhaustive runs, drawn per schedule else)\n"
+            "  --max-frees F         bmg, exhaustive: up to F processes free the communicator, each right\n"
+            "                        after each of its deliveries or before anything (default 0)\n"
+            "  --max-finalizes G     bmg, exhaustive: up to G processes enter MPI_Finalize, the same points\n"
+            "                        (default 0); they halt once every live process is in MPI_Finalize\n"
+            "  --free-prob X         bmg, random: probability that a process frees (default: mixed per\n"
+            "                        schedule; with only one of these two options the other is 0)\n"
+            "  --finalize-prob X     bmg, random: probability that a process enters MPI_Finalize (1: all of\n"
+            "                        them, so that they halt)\n"
             "checks and output:\n"
             "  --check-uniform       era-early: also require agreement of processes that crashed after deciding\n"
             "  --expect-violation    succeed only if a violation is found (mutation tests)\n"
@@ -128,6 +140,7 @@ static int is_era(const opts_t *o) { return o->proto == &proto_era; }
 typedef struct row {
     uint32_t plo, phi;
     uint64_t configs, schedules, violations, msgs, msgs_max, crashes;
+    uint64_t with_free, with_fin, with_halt; /* schedules in which a process freed, finalized, halted */
     double secs;
 } row_t;
 
@@ -138,6 +151,17 @@ static void row_add(row_t *r, const sim_stats_t *st)
     r->msgs += st->msgs;
     if (st->msgs > r->msgs_max) r->msgs_max = st->msgs;
     r->crashes += st->crashes;
+    r->with_free += st->frees ? 1 : 0;
+    r->with_fin += st->finalizes ? 1 : 0;
+    r->with_halt += st->halts ? 1 : 0;
+}
+
+/* One line under the table when processes stopped without crashing. */
+static void print_stops(const row_t *r)
+{
+    if (!r->with_free && !r->with_fin) return;
+    printf("stops: %" PRIu64 " schedules with a free, %" PRIu64 " with a finalize, %" PRIu64 " with halted processes\n",
+           r->with_free, r->with_fin, r->with_halt);
 }
 
 static void print_header(void)
@@ -164,6 +188,9 @@ static void row_merge(row_t *into, const row_t *r)
     into->msgs += r->msgs;
     if (r->msgs_max > into->msgs_max) into->msgs_max = r->msgs_max;
     into->crashes += r->crashes;
+    into->with_free += r->with_free;
+    into->with_fin += r->with_fin;
+    into->with_halt += r->with_halt;
     into->secs += r->secs;
 }
 
@@ -178,7 +205,8 @@ static uint32_t ilog2(uint32_t x)
 
 /* Everything about random schedule `ss` derives from ss (P from a separate
  * stream, so that --p P --seed S replays a schedule found with a range). */
-static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *prm, int32_t *crash)
+static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *prm, int32_t *crash, int32_t *free_at,
+                       int32_t *fin_at)
 {
     uint64_t st = ss ^ 0x5eed5eed5eedull;
     memset(prm, 0, sizeof *prm);
@@ -218,6 +246,33 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     else prm->link_bound = lbs[sim_splitmix(&st) % 4];
     prm->fail_bias = 0.02 + 0.96 * (double)(sim_splitmix(&st) >> 11) / 9007199254740992.0;
     prm->max_steps = 2000000;
+    if (is_era(o)) return;
+    /* Broadcast: processes that free or finalize, from a stream of their own
+     * (the draws above stay what they were). Mixed: a quarter of the
+     * schedules without, a quarter with frees, a quarter with some processes
+     * in MPI_Finalize, a quarter with all of them (so they halt) and some
+     * having freed first. A point is the number of deliveries before the stop. */
+    uint64_t st2 = ss ^ 0xf4ee0f1a11ull;
+    static const double fps[] = {0.0, 0.3, 0.0, 0.2}, zps[] = {0.0, 0.0, 0.3, 1.0};
+    uint64_t mode = sim_splitmix(&st2) % 4;
+    double fp = o->free_prob >= 0 || o->fin_prob >= 0 ? (o->free_prob > 0 ? o->free_prob : 0.0) : fps[mode];
+    double zp = o->free_prob >= 0 || o->fin_prob >= 0 ? (o->fin_prob > 0 ? o->fin_prob : 0.0) : zps[mode];
+    static const int32_t pts[] = {0, 1, 1, 2}; /* mostly right after the first delivery */
+    /* (everybody in MPI_Finalize: a point 2 would keep the processes of a
+     * one-epoch schedule from ever halting) */
+    int all_fin = zp >= 1.0;
+    for (uint32_t r = 0; r < P; r++) {
+        double u = (double)(sim_splitmix(&st2) >> 11) / 9007199254740992.0;
+        double w = (double)(sim_splitmix(&st2) >> 11) / 9007199254740992.0;
+        int32_t df = pts[sim_splitmix(&st2) % 4], dz = pts[sim_splitmix(&st2) % (all_fin ? 3 : 4)];
+        /* (a process that crashes may enter MPI_Finalize before its crash
+         * point: otherwise one crash point never reached would keep every
+         * other process from halting) */
+        free_at[r] = crash[r] < 0 && u < fp ? df : -1;
+        fin_at[r] = w < zp ? dz : -1;
+    }
+    prm->free_at = free_at;
+    prm->fin_at = fin_at;
 }
 
 static uint32_t pick_P(const opts_t *o, uint64_t ss)
@@ -240,8 +295,9 @@ static void print_replay_seed(const opts_t *o, uint32_t P, uint64_t ss)
 static int run_random(const opts_t *o)
 {
     sim_t *s = sim_new();
-    int32_t *crash = calloc(o->pmax + 1, sizeof *crash);
+    int32_t *crash = calloc(3 * ((size_t)o->pmax + 1), sizeof *crash);
     if (!s || !crash) return 3;
+    int32_t *free_at = crash + o->pmax + 1, *fin_at = free_at + o->pmax + 1;
     enum { NB = 6 };
     static const uint32_t bl[NB] = {2, 5, 17, 65, 257, 1025}, bh[NB] = {4, 16, 64, 256, 1024, UINT32_MAX};
     row_t rows[NB];
@@ -256,7 +312,7 @@ static int run_random(const opts_t *o)
         uint64_t ss = sim_splitmix(&st);
         uint32_t P = pick_P(o, ss);
         sim_params_t prm;
-        gen_random(o, ss, P, &prm, crash);
+        gen_random(o, ss, P, &prm, crash, free_at, fin_at);
         double t0 = now_s();
         uint32_t v = sim_run(s, o->proto, &prm);
         double dt = now_s() - t0;
@@ -293,11 +349,12 @@ static int run_random(const opts_t *o)
         row_merge(&all, &rows[b]);
     }
     print_row(&all, "all");
+    print_stops(&all);
     int rc;
     if (found) {
         /* the replay must reproduce the violation */
         sim_params_t prm;
-        gen_random(o, first_seed, first_P, &prm, crash);
+        gen_random(o, first_seed, first_P, &prm, crash, free_at, fin_at);
         uint32_t v = sim_run(s, o->proto, &prm);
         printf("first violation: seed=0x%016" PRIx64 " P=%u; replay %s\n", first_seed, first_P, v ? "reproduces it" : "does NOT reproduce it");
         rc = o->expect_violation ? (v ? 0 : 1) : 1;
@@ -314,10 +371,11 @@ static int run_random(const opts_t *o)
 static int run_seed(const opts_t *o)
 {
     sim_t *s = sim_new();
-    int32_t *crash = calloc(o->pmin + 1, sizeof *crash);
+    int32_t *crash = calloc(3 * ((size_t)o->pmin + 1), sizeof *crash);
     if (!s || !crash) return 3;
+    int32_t *free_at = crash + o->pmin + 1, *fin_at = free_at + o->pmin + 1;
     sim_params_t prm;
-    gen_random(o, o->seed, o->pmin, &prm, crash);
+    gen_random(o, o->seed, o->pmin, &prm, crash, free_at, fin_at);
     char lb[16];
     if (prm.link_bound == UINT32_MAX) snprintf(lb, sizeof lb, "inf");
     else snprintf(lb, sizeof lb, "%u", prm.link_bound);
@@ -326,6 +384,14 @@ static int run_seed(const opts_t *o)
            is_era(o) ? "" : (prm.scenario == 4 ? " scenario=random" : " scenario=fixed"));
     for (uint32_t r = 0; r < o->pmin; r++)
         if (crash[r] >= 0) printf(" p%u@%d", r, crash[r]);
+    if (prm.free_at) {
+        printf(" frees:");
+        for (uint32_t r = 0; r < o->pmin; r++)
+            if (prm.free_at[r] >= 0) printf(" p%u@%d", r, prm.free_at[r]);
+        printf(" finalizes:");
+        for (uint32_t r = 0; r < o->pmin; r++)
+            if (prm.fin_at[r] >= 0) printf(" p%u@%d", r, prm.fin_at[r]);
+    }
     printf("\n");
     fflush(stdout);
     uint32_t v = sim_run(s, o->proto, &prm);
@@ -347,6 +413,8 @@ typedef struct exh {
     uint32_t link_bound;
     int ninst;
     int32_t crash[MAXP_EXH];
+    int32_t free_at[MAXP_EXH], fin_at[MAXP_EXH]; /* bmg: stops without a crash, -1 = none */
+    int nfree, nfin;                              /* how many of them are set */
     uint16_t prefix[MAX_PREFIX];
     row_t row;
     uint64_t found;
@@ -354,11 +422,23 @@ typedef struct exh {
     char first_token[1024];
 } exh_t;
 
+/* A replay token: "P,scenario,drop,link-bound,instances;" then one entry per
+ * process, "-1" (nothing), "k" (crashes after its k-th action), "f<d>" (frees
+ * after its d-th delivery), "x<d>" (enters MPI_Finalize after its d-th
+ * delivery) or both letters, then ";" and the choices. */
 static void token(char *buf, size_t n, uint32_t P, int scen, int drop, uint32_t lb, int ninst, const int32_t *crash,
-                  const uint16_t *ch, size_t nch)
+                  const int32_t *free_at, const int32_t *fin_at, const uint16_t *ch, size_t nch)
 {
     size_t off = (size_t)snprintf(buf, n, "%u,%d,%d,%u,%d;", P, scen, drop, lb, ninst);
-    for (uint32_t r = 0; r < P && off < n; r++) off += (size_t)snprintf(buf + off, n - off, "%s%d", r ? "," : "", crash[r]);
+    for (uint32_t r = 0; r < P && off < n; r++) {
+        if (r) off += (size_t)snprintf(buf + off, n - off, ",");
+        if (off < n && crash[r] < 0 && (free_at[r] >= 0 || fin_at[r] >= 0)) {
+            if (free_at[r] >= 0) off += (size_t)snprintf(buf + off, n - off, "f%d", free_at[r]);
+            if (off < n && fin_at[r] >= 0) off += (size_t)snprintf(buf + off, n - off, "x%d", fin_at[r]);
+        } else if (off < n) {
+            off += (size_t)snprintf(buf + off, n - off, "%d", crash[r]);
+        }
+    }
     if (off < n) off += (size_t)snprintf(buf + off, n - off, ";");
     /* trailing zeros are implied */
     while (nch > 0 && ch[nch - 1] == 0) nch--;
@@ -374,6 +454,10 @@ static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, co
     prm->link_bound = x->link_bound;
     prm->drop_mode = drop;
     prm->crash_at = x->crash;
+    if (!is_era(x->o)) {
+        prm->free_at = x->free_at;
+        prm->fin_at = x->fin_at;
+    }
     prm->seed = 1;
     prm->choice_mode = 1;
     prm->choices = ch;
@@ -404,11 +488,12 @@ static void exh_config(exh_t *x, int scen, int drop)
         if (v) {
             x->found++;
             char tok[1024];
-            token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->crash, st->chosen, st->nlog);
+            token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->crash, x->free_at, x->fin_at, st->chosen,
+                  st->nlog);
             if (x->found == 1) snprintf(x->first_token, sizeof x->first_token, "%s", tok);
             if (!o->quiet || x->found <= 3) {
                 printf("VIOLATION proto=%s P=%u: %s\n  replay: protocheck --proto %s --replay '%s'%s --trace\n", o->proto_name,
-                       x->P, st->first_violation, o->proto_name, tok, o->check_uniform ? " --check-uniform" : "");
+                       x->P, st->first_violation, o->proto_name, tok, o->argv_extra);
             }
             if (o->stop_first || o->expect_violation) {
                 x->stop = 1;
@@ -438,12 +523,30 @@ static void exh_config(exh_t *x, int scen, int drop)
     }
 }
 
+/* Deliveries a process can make in a BMG scenario (distinct epochs). */
+static int scen_epochs(int scen) { return scen == 3 ? 2 : 1; }
+
+/* Do the stops (frees, finalizes) make sense in this scenario? A free after
+ * the last delivery a process can make changes nothing (it has delivered
+ * every epoch; the core keeps running either way); a free or finalize after
+ * more deliveries than there are epochs never happens (the same as none). */
+static int stops_fit(const exh_t *x, int scen)
+{
+    int E = scen_epochs(scen);
+    for (uint32_t r = 0; r < x->P; r++)
+        if (x->free_at[r] >= E || x->fin_at[r] > E) return 0;
+    return 1;
+}
+
+/* Per process: nothing, a crash after each of its actions, a free or a
+ * finalize after each of its deliveries (one stop per process). */
 static void exh_crashes(exh_t *x, uint32_t r, int nf, int maxf, uint32_t K)
 {
     if (x->stop) return;
     if (r == x->P) {
         int nsc = is_era(x->o) ? 1 : BMG_NSCENARIOS_EXHAUSTIVE;
         for (int scen = 0; scen < nsc && !x->stop; scen++) {
+            if ((x->nfree || x->nfin) && !stops_fit(x, scen)) continue;
             if (nf == 0) {
                 exh_config(x, scen, 0);
             } else if (x->o->drop_mode >= 0) {
@@ -457,12 +560,27 @@ static void exh_crashes(exh_t *x, uint32_t r, int nf, int maxf, uint32_t K)
     }
     x->crash[r] = -1;
     exh_crashes(x, r + 1, nf, maxf, K);
-    if (nf >= maxf) return;
-    for (uint32_t k = 0; k <= K && !x->stop; k++) {
+    for (uint32_t k = 0; nf < maxf && k <= K && !x->stop; k++) {
         x->crash[r] = (int32_t)k;
         exh_crashes(x, r + 1, nf + 1, maxf, K);
     }
     x->crash[r] = -1;
+    /* (points 0..1 for frees, 0..2 for finalizes: scenario 3 has two epochs;
+     * stops_fit() drops what a scenario cannot have) */
+    for (int32_t d = 0; x->nfree < x->o->max_frees && d < 2 && !x->stop; d++) {
+        x->free_at[r] = d;
+        x->nfree++;
+        exh_crashes(x, r + 1, nf, maxf, K);
+        x->nfree--;
+    }
+    x->free_at[r] = -1;
+    for (int32_t d = 0; x->nfin < x->o->max_fins && d <= 2 && !x->stop; d++) {
+        x->fin_at[r] = d;
+        x->nfin++;
+        exh_crashes(x, r + 1, nf, maxf, K);
+        x->nfin--;
+    }
+    x->fin_at[r] = -1;
 }
 
 static int run_exhaustive(const opts_t *o)
@@ -481,7 +599,7 @@ static int run_exhaustive(const opts_t *o)
     uint32_t Ks[MAXP_EXH + 1];
     for (uint32_t P = o->pmin; P <= o->pmax && !x.stop; P++) {
         x.P = P;
-        for (uint32_t r = 0; r < MAXP_EXH; r++) x.crash[r] = -1;
+        for (uint32_t r = 0; r < MAXP_EXH; r++) x.crash[r] = x.free_at[r] = x.fin_at[r] = -1;
         /* crash points: 0 .. (most actions of a process in a failure-free run) + margin */
         uint32_t K = 0;
         int nsc = is_era(o) ? 1 : BMG_NSCENARIOS_EXHAUSTIVE;
@@ -509,6 +627,8 @@ static int run_exhaustive(const opts_t *o)
     if (x.link_bound == UINT32_MAX) snprintf(lbuf, sizeof lbuf, "inf");
     else snprintf(lbuf, sizeof lbuf, "%u", x.link_bound);
     if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
+    if (o->max_frees || o->max_fins)
+        snprintf(ibuf, sizeof ibuf, " max-frees=%d max-finalizes=%d", o->max_frees, o->max_fins);
     printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s%s\n",
            o->proto_name, o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
            is_era(o) ? " tree=" : "", is_era(o) ? era_tree_name(o->tree) : "");
@@ -518,6 +638,7 @@ static int run_exhaustive(const opts_t *o)
         if (!o->quiet) printf("            (crash points 0..%u per process)\n", Ks[i]);
     }
     if (nrows > 1) print_row(&all, "all");
+    print_stops(&all);
     int rc = x.found ? (o->expect_violation ? 0 : 1) : (o->expect_violation ? 1 : 0);
     if (x.found) {
         int v = replay_token(o, x.first_token, 0);
@@ -545,14 +666,26 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
         return -1;
     }
     p = strchr(p, ';') + 1;
+    for (unsigned r = 0; r < MAXP_EXH; r++) x.crash[r] = x.free_at[r] = x.fin_at[r] = -1;
     for (unsigned r = 0; r < P; r++) {
         char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) {
+        if (*p == 'f' || *p == 'x') {
+            while (*p == 'f' || *p == 'x') {
+                long v = strtol(p + 1, &end, 10);
+                if (end == p + 1 || v < 0 || v > 1000) break;
+                if (*p == 'f') x.free_at[r] = (int32_t)v;
+                else x.fin_at[r] = (int32_t)v;
+                p = end;
+            }
+            end = (char *)p;
+        } else {
+            long v = strtol(p, &end, 10);
+            if (end != p) x.crash[r] = (int32_t)v;
+        }
+        if (end == p && x.free_at[r] < 0 && x.fin_at[r] < 0) {
             fprintf(stderr, "protocheck: bad crash list in --replay token\n");
             return -1;
         }
-        x.crash[r] = (int32_t)v;
         p = end;
         if (*p == ',') p++;
     }
@@ -577,6 +710,10 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
         printf("replay P=%u scenario=%d drop=%d link-bound=%u instances=%d crashes:", P, scen, drop, lb, ninst);
         for (unsigned r = 0; r < P; r++)
             if (x.crash[r] >= 0) printf(" p%u@%d", r, x.crash[r]);
+        for (unsigned r = 0; r < P; r++) {
+            if (x.free_at[r] >= 0) printf(" p%u frees after %d deliveries;", r, x.free_at[r]);
+            if (x.fin_at[r] >= 0) printf(" p%u enters MPI_Finalize after %d deliveries;", r, x.fin_at[r]);
+        }
         printf("\n");
         fflush(stdout);
     }
@@ -665,6 +802,8 @@ int main(int argc, char **argv)
     o.crash_prob = -1;
     o.drop_mode = -1;
     o.crash_margin = 1;
+    o.free_prob = -1;
+    o.fin_prob = -1;
     int have_sched = 0, have_p = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -772,6 +911,25 @@ int main(int argc, char **argv)
                 return 2;
             }
             extra(&o, a, v);
+        } else if (!strcmp(a, "--max-frees") || !strcmp(a, "--max-finalizes")) {
+            NEED_VALUE();
+            if (parse_u64(v, &u) || u > MAXP_EXH) {
+                fprintf(stderr, "protocheck: %s takes 0-%d\n", a, MAXP_EXH);
+                return 2;
+            }
+            if (!strcmp(a, "--max-frees")) o.max_frees = (int)u;
+            else o.max_fins = (int)u;
+        } else if (!strcmp(a, "--free-prob") || !strcmp(a, "--finalize-prob")) {
+            NEED_VALUE();
+            char *end;
+            double x = strtod(v, &end);
+            if (*end || x < 0 || x > 1) {
+                fprintf(stderr, "protocheck: %s takes a probability (0-1), not '%s'\n", a, v);
+                return 2;
+            }
+            if (!strcmp(a, "--free-prob")) o.free_prob = x;
+            else o.fin_prob = x;
+            extra(&o, a, v);
         } else if (!strcmp(a, "--crash-margin")) {
             NEED_VALUE();
             if (parse_u64(v, &u)) return usage(stderr), 2;
@@ -805,6 +963,10 @@ int main(int argc, char **argv)
     }
     if (!o.proto) {
         fprintf(stderr, "protocheck: --proto is required (bmg, bmg-lean, era, era-early)\n");
+        return 2;
+    }
+    if (is_era(&o) && (o.max_frees || o.max_fins || o.free_prob >= 0 || o.fin_prob >= 0)) {
+        fprintf(stderr, "protocheck: frees and finalizes are modelled for the broadcast only (bmg, bmg-lean)\n");
         return 2;
     }
     if (o.replay) return run_replay(&o);

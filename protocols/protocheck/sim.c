@@ -86,6 +86,13 @@ void *sim_pdata(const sim_t *s) { return s->pdata; }
 void sim_set_pdata(sim_t *s, void *p) { s->pdata = p; }
 uint64_t sim_rand(sim_t *s) { return sim_splitmix(&s->rng_adapt); }
 
+void sim_note_stop(sim_t *s, int kind)
+{
+    if (kind == SIM_STOP_FREE) s->st.frees++;
+    else if (kind == SIM_STOP_FINALIZE) s->st.finalizes++;
+    else if (kind == SIM_STOP_HALT) s->st.halts++;
+}
+
 void sim_violation(sim_t *s, const char *fmt, ...)
 {
     if (s->st.violations++ == 0) {

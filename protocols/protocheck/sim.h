@@ -18,6 +18,12 @@
  * every other process then gets a failure notification, delivered whenever
  * the scheduler picks it. In-flight messages of a crashed process are kept,
  * dropped, or dropped by coin flip (drop_mode 0 / 1 / 2).
+ *
+ * A process may also stop without crashing (the broadcast only; free_at and
+ * fin_at, read by the adapter, not by the simulator): it frees the
+ * communicator, or enters MPI_Finalize, right after its d-th delivery (d = 0:
+ * from the start). Neither is ever reported by the failure detector. See
+ * adapters.h for what each does.
  */
 #ifndef FTSLIDE_PROTO_SIM_H
 #define FTSLIDE_PROTO_SIM_H
@@ -47,6 +53,9 @@ typedef struct sim_params {
     int random_inputs;      /* era: randomise flags and acknowledged sets */
     int tree;               /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
     int ring_order;         /* era: positions in the folded order of one ring of P (era_set_torus) */
+    const int32_t *free_at; /* bmg: P entries, -1 = never, d >= 0: frees the communicator right after
+                             * its d-th delivery (0: before anything); NULL = nobody frees */
+    const int32_t *fin_at;  /* bmg: the same for entering MPI_Finalize; NULL = nobody finalizes */
     int radix;              /* bmg lean: 0 the core's default, k >= 2, or one of: */
 #define SIM_RADIX_STAR (-1)  /* k = P at every process: one level around each origin */
 #define SIM_RADIX_MIXED (-2) /* processes differ: P, 2, 4, 3 by rank (random mode: drawn per schedule) */
@@ -70,6 +79,7 @@ typedef struct sim_stats {
     uint32_t violations;
     const char *first_violation;
     const uint32_t *nact;    /* actions per process */
+    uint32_t frees, finalizes, halts; /* processes that stopped without crashing (sim_note_stop) */
 } sim_stats_t;
 
 sim_t *sim_new(void);
@@ -95,6 +105,9 @@ void sim_violation(sim_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The adapter reports a process that stopped without crashing (statistics only). */
+enum { SIM_STOP_FREE = 1, SIM_STOP_FINALIZE = 2, SIM_STOP_HALT = 3 };
+void sim_note_stop(sim_t *s, int kind);
 void *sim_pdata(const sim_t *s);
 void sim_set_pdata(sim_t *s, void *p);
 
