@@ -4,8 +4,10 @@ Each run kills the ranks its seed names at named kill points (tests/harness/ulfm
 ``plan``: e.g. seed 1 of the ring at np 4 SIGKILLs one rank at the start of one iteration), then
 checks every survivor's own verdict, the values all survivors must share and the counts against
 the kills that landed. Every pattern runs with our modules and with upstream's, on one node, and
-once with ours across a 4-node emulated cluster. The full campaign (np 4, 6 and 8, 20 runs per
-cell, both places, both module sets) is ``bench/ulfm_patterns/campaign.py``.
+once with ours across a 4-node emulated cluster; the patterns that take a message size run once
+at 64 and once at 8,192 bytes, and the tutorial's ring runs with busy processes beside it. The
+full campaign (np 4, 6 and 8, 20 runs per cell, both places, module sets, message sizes, loads)
+is ``bench/ulfm_patterns/campaign.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import subprocess
 import sys
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -23,7 +25,7 @@ import pytest
 
 from ftslide.errors import FtslideError
 from ftslide.jobmgr import cluster as netcluster
-from harness.ulfm_patterns import PATTERNS, Outcome, Pattern, build, run_pattern
+from harness.ulfm_patterns import PATTERNS, SPINNER, Outcome, Pattern, build, busy, run_pattern
 
 pytestmark = pytest.mark.mpi
 
@@ -69,12 +71,64 @@ def test_ring_with_two_revoking_neighbours_never_hangs(np, mpi_prefix, program):
     binary = program(pattern)
     bad = []
     for run in range(20):
-        outcome = run_pattern(mpi_prefix, binary, Pattern(pattern.name, pattern.source, pattern.args,
-                                                          lambda n, rng: {n - 1: "iter=3"}, pattern.same),
+        outcome = run_pattern(mpi_prefix, binary, replace(pattern, plan=lambda n, rng: {n - 1: "iter=3"}),
                               np, run, "ours")
         if not outcome.ok or outcome.landed != {np - 1: "iter=3"}:
             bad.append(describe(outcome))
     assert not bad, f"{len(bad)} of 20 runs went wrong; the first:\n{bad[0]}"
+
+
+SIZED = [name for name, pattern in PATTERNS.items() if pattern.message]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", SIZED)
+def test_pattern_honours_the_message_size(name, mpi_prefix, program):
+    """The patterns that take a message size (--message-size of the campaign) at 64 bytes (an eager
+    send on shared memory) and 8,192 (a rendezvous one), np 4, seed 1, our modules: each run ends
+    right, every survivor having checked every word it received; the programs that read
+    FTCHECK_MESSAGE_BYTES report the size they used, which the verdict compares."""
+    pattern = PATTERNS[name]
+    for size in (64, 8192):
+        outcome = run_pattern(mpi_prefix, program(pattern), pattern, 4, 1, "ours", message_bytes=size)
+        assert outcome.ok and outcome.message_bytes == size, describe(outcome)
+
+
+@pytest.mark.timeout(600)
+def test_tutorial_ring_under_load_ends_right(mpi_prefix, program):
+    """Issue 35's program with two busy processes beside every run (the campaign's --load 2): np 6,
+    the last rank killed at the start of iteration 3, 5 runs, our modules; every run ends right
+    (every survivor finalized) and no busy process outlives its run."""
+    pattern = PATTERNS["ring-tutorial"]
+    bad = []
+    for run in range(5):
+        outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, run, "ours", load=2)
+        if not outcome.ok or outcome.landed != {5: "iter=3"} or outcome.load != 2 or outcome.loadavg is None:
+            bad.append(describe(outcome))
+    assert not bad, f"{len(bad)} of 5 runs went wrong; the first:\n{bad[0]}"
+    assert not spinners(), "busy processes outlived their runs"
+
+
+def spinners() -> list[int]:
+    """Pids of this process's busy processes (harness.ulfm_patterns.SPINNER) still there."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid() and SPINNER.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_busy_processes_end_with_their_block():
+    """busy(N) runs N processes that spin, and none is left after the block, also when it raises."""
+    with pytest.raises(KeyboardInterrupt):
+        with busy(2) as pids:
+            assert len(pids) == 2 and all(Path(f"/proc/{pid}").exists() for pid in pids)
+            raise KeyboardInterrupt
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +190,7 @@ def test_revoke_to_a_peer_never_talked_to_across_nodes(modules, cluster, mpi_pre
     in a PMIx_Get that a failure left unanswered: 2 of 4 runs hung with upstream's modules. Five
     runs, every one ends right."""
     pattern = PATTERNS["buddy-checkpoint"]
-    fixed = Pattern(pattern.name, pattern.source, pattern.args, lambda n, rng: {1: "iter=10"}, pattern.same)
+    fixed = replace(pattern, plan=lambda n, rng: {1: "iter=10"})
     bad = []
     for run in range(5):
         outcome = run_pattern(mpi_prefix, program(pattern), fixed, 8, run, modules, timeout=60, cluster=cluster,
@@ -155,10 +209,15 @@ def campaign(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_campaign_report_pairs_runs_and_a_later_file_replaces_a_run(tmp_path):
-    """--report runs nothing: it reads saved runs; a rerun of one seed in a later file replaces it."""
-    def run(modules, seconds, verdict="ok"):
-        return asdict(Outcome("ring", 4, 1, modules, "node", {3: "iter=2"}, {3: "iter=2"}, verdict, "", seconds))
-    (tmp_path / "a.json").write_text(json.dumps({"runs": [run("ours", 2.0, "hang"), run("upstream", 1.0)]}))
+    """--report runs nothing: it reads saved runs; a rerun of one seed in a later file replaces it,
+    also when the earlier file is from before message sizes and loads (a run without them had the
+    program's own size, 8,192 bytes for the ring, and no load)."""
+    def run(modules, seconds, verdict="ok", old=False):
+        fields = asdict(Outcome("ring", 4, 1, modules, "node", {3: "iter=2"}, {3: "iter=2"}, verdict, "", seconds,
+                                message_bytes=8192, load=0, loadavg=1.5))
+        return {k: v for k, v in fields.items() if k not in ("message_bytes", "load", "loadavg")} if old else fields
+    (tmp_path / "a.json").write_text(json.dumps({"runs": [run("ours", 2.0, "hang", old=True),
+                                                          run("upstream", 1.0, old=True)]}))
     (tmp_path / "b.json").write_text(json.dumps({"runs": [run("ours", 0.5)]}))
     first = campaign("--report", str(tmp_path / "a.json"))
     assert first.returncode == 0, first.stderr
@@ -168,10 +227,13 @@ def test_campaign_report_pairs_runs_and_a_later_file_replaces_a_run(tmp_path):
     assert "ours: 1 runs, 0 hangs" in both.stdout
     row = next(line for line in both.stdout.splitlines() if line.startswith("ring ") and "0.50" in line)
     assert row.split()[2] == "0.50"   # the per-run ratio ours/upstream: 0.5 s against 1.0 s
+    cell = next(line for line in both.stdout.splitlines() if line.startswith("node "))
+    assert cell.split()[:6] == ["node", "ring", "4", "8192", "0", "1.5"]   # bytes, load, load average
 
 
 @pytest.mark.parametrize("args", [["--np", "2"], ["--patterns", "nope"], ["--where", "moon"], ["--runs", "0"],
-                                  ["--report", "/nonexistent/campaign.json"]])
+                                  ["--modules", "ours,moon"], ["--message-size", "12"], ["--message-size", "64,x"],
+                                  ["--load", "-1"], ["--report", "/nonexistent/campaign.json"]])
 def test_campaign_bad_input_is_one_line(args):
     result = campaign(*args)
     assert result.returncode == 2

@@ -5,13 +5,28 @@ revoke-and-leave, master/worker on MPI_ANY_SOURCE, buddy checkpoints, ...).
 Each survivor judges its own run and prints ``ftcheck rank=R outcome=ok`` (or
 ``outcome=wrong`` with ``why=...``); this module adds what no single rank can
 see: that every survivor answered, that the values all survivors must share are
-equal, and that the counts match the kills that landed.
+equal, that the counts match the kills that landed, and, for the patterns that
+say so, that every survivor came back from ``MPI_Finalize`` (``finalized=1``).
 
 ``plan(pattern, np, seed)`` draws the victims and their kill points from the
 seed (the same seed always gives the same kills); ``run_pattern`` runs one
 program once and returns an ``Outcome``: ``ok``, ``wrong`` (a check failed),
 ``hang`` (no end within the timeout; the stacks of the stuck processes are
-kept) or ``error`` (mpirun failed).
+kept) or ``error`` (mpirun failed). Two conditions of a run besides its kills:
+
+* ``message_bytes``: the size of the messages whose data the program checks, for
+  the patterns with a ``message`` way to take it (the revoke-using ones): read
+  from ``FTCHECK_MESSAGE_BYTES`` (tests/mpi/ftcheck.h, which every rank reports
+  back as ``message_bytes=N`` and the verdict compares), or given as a count of
+  doubles in argv[1] (``ring-tutorial``); the other patterns have no size.
+* ``load``: that many busy processes (``busy``: CPU spinners) run beside the
+  program, started before mpirun and killed when it ends, whatever the end; the
+  ``Outcome`` keeps their number and the 1-minute load average at the start.
+
+Module sets: ``ours`` and ``upstream`` run on the project's build (MCA options
+select the modules); ``release`` is upstream's newest release from the Python
+registry (tests/harness/ompi_release.py), its own modules, on its own prefix:
+the caller gives ``run_pattern`` that prefix and a program built with it.
 
 Used by tests/test_ulfm_patterns.py (a few seeds per pattern) and
 bench/ulfm_patterns/campaign.py (the full campaign, docs/testing.md).
@@ -19,24 +34,34 @@ bench/ulfm_patterns/campaign.py (the full campaign, docs/testing.md).
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from ftslide.toolchain import mpi
 
 from mpiharness import MPI_SOURCES, parse_run
 
-__all__ = ["MODULE_SETS", "PATTERNS", "Outcome", "Pattern", "build", "module_options", "plan", "run_pattern"]
+__all__ = ["MODULE_SETS", "RELEASE", "PATTERNS", "MESSAGE_MAX", "SPINNER", "Outcome", "Pattern", "build", "busy",
+           "load_average", "message_problem", "message_size", "module_options", "plan", "judge", "run_pattern"]
 
 # mpirun options selecting each module set. Ours are the build's defaults; upstream's are its
-# coll/ftagree agreement (coll/ftera excluded) and its binomial-graph revoke.
+# coll/ftagree agreement (coll/ftera excluded) and its binomial-graph revoke. The release set runs on
+# another prefix, upstream's release with its own modules and no option (RELEASE).
 MODULE_SETS: dict[str, tuple[str, ...]] = {
     "ours": (),
     "upstream": ("--mca", "coll", "^ftera", "--mca", "mpi_ft_reliable_bcast", "bmg"),
+    "release": (),
 }
+RELEASE = "release"
+# The largest --message-size, FTCHECK_MESSAGE_MAX of tests/mpi/ftcheck.h (which refuses larger ones).
+MESSAGE_MAX = 64 << 20
 
 Plan = Callable[[int, random.Random], dict[int, str]]
 
@@ -71,6 +96,15 @@ def one_per_stage(point: str, stages: Callable[[int], int]) -> Plan:
     return draw
 
 
+def last_rank(point: str) -> Plan:
+    """One kill, always the same: the last rank at ``point``."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        return {np - 1: point}
+
+    return draw
+
+
 @dataclass(frozen=True)
 class Pattern:
     name: str
@@ -79,33 +113,48 @@ class Pattern:
     plan: Plan
     same: tuple[str, ...] = ()   # keys every survivor that prints them must print alike
     what: str = ""
+    # How the program takes a message size: "env" (FTCHECK_MESSAGE_BYTES, tests/mpi/ftcheck.h),
+    # "count" (argv[1], a count of doubles, before ``args``) or "" (it has none); and its size without one.
+    message: str = ""
+    message_bytes: int = 0
+    finalized: bool = False      # every survivor must print finalized=1, after MPI_Finalize returned
+    not_in_release: str = ""     # what upstream's release lacks to run it ("": it runs there too)
 
 
 PATTERNS: dict[str, Pattern] = {p.name: p for p in (
+    Pattern("ring-tutorial", "patterns/ring_tutorial.c", (), last_rank("iter=3"), ("survivors",),
+            "the ULFM tutorial's ring: revoke and leave, reduce over a split without the victim, finalize",
+            message="count", message_bytes=8192, finalized=True),
     Pattern("ring", "patterns/ring_revoke.c", ("10", "shrink"), one_victim("iter=%d", 1, lambda np: 8),
-            ("survivors", "sum"), "ring of MPI_Sendrecv, revoke-and-leave, shrink"),
+            ("survivors", "sum"), "ring of MPI_Sendrecv, revoke-and-leave, shrink", message="env",
+            message_bytes=8192),
     Pattern("ring-ishrink", "patterns/ring_revoke.c", ("10", "ishrink"), one_victim("iter=%d", 1, lambda np: 8),
-            ("survivors", "sum"), "the ring, recovered with MPIX_Comm_ishrink"),
+            ("survivors", "sum"), "the ring, recovered with MPIX_Comm_ishrink", message="env", message_bytes=8192,
+            not_in_release="MPIX_Comm_ishrink (ours: patch ompi/09)"),
     Pattern("master-worker", "patterns/master_worker.c", ("60",),
             one_victim("task=%d", 1, lambda np: 3, victims="workers"), (),
             "master/worker on MPI_ANY_SOURCE, MPIX_ERR_PROC_FAILED_PENDING, failure_ack"),
     Pattern("errhandler", "patterns/errhandler_ack.c", (), one_victim("iter=%d", 1, lambda np: 15),
             ("survivors",), "an error handler that acknowledges and carries on"),
     Pattern("insulation", "patterns/insulation.c", ("24",), one_victim("iter=%d", 0, lambda np: 22),
-            ("survivors",), "a failure stays on the communicators that hold the dead process"),
+            ("survivors",), "a failure stays on the communicators that hold the dead process", message="env",
+            message_bytes=4),
     Pattern("respawn", "patterns/respawn.c", (), one_victim("iter=%d", 1, lambda np: 15),
             ("survivors",), "shrink, MPI_Comm_spawn a replacement, merge, re-order ranks"),
     Pattern("respawn-twice", "patterns/respawn.c", (), victims_at_distinct("iter=%d", 2, 1, 15),
             ("survivors",), "the same, a second death after the first replacement joined"),
     Pattern("buddy-checkpoint", "patterns/buddy_checkpoint.c", (), one_victim("iter=%d", 1, lambda np: 18),
-            ("survivors", "checksum"), "in-memory buddy checkpoint, rollback and recovery"),
+            ("survivors", "checksum"), "in-memory buddy checkpoint, rollback and recovery", message="env",
+            message_bytes=2048),
     Pattern("transactions", "patterns/transactions_agree.c", (), one_victim("iter=%d", 0, lambda np: 18),
-            ("survivors", "committed", "checksum"), "transactions closed by MPIX_Comm_agree"),
+            ("survivors", "committed", "checksum"), "transactions closed by MPIX_Comm_agree", message="env",
+            message_bytes=8),
     Pattern("five-failures", "patterns/five_failures_intercomm.c", (),
             one_per_stage("stage=%d", lambda np: min(5, np - 2)), ("survivors",),
-            "failures in a row, each followed by shrink; then Intercomm_create + merge"),
+            "failures in a row, each followed by shrink; then Intercomm_create + merge", message="env",
+            message_bytes=8),
     Pattern("finalize", "patterns/finalize_after_failure.c", ("20",), one_victim("iter=%d", 1, lambda np: 18),
-            (), "revoke and MPI_Finalize with the dead process and pending requests"),
+            (), "revoke and MPI_Finalize with the dead process and pending requests", finalized=True),
     Pattern("iagree", "patterns/iagree_get_failed.c", ("30",), one_victim("round=%d", 0, lambda np: 28),
             ("digest", "acked"), "MPIX_Comm_iagree with MPIX_Comm_get_failed / ack_failed"),
 )}
@@ -117,7 +166,8 @@ def plan(pattern: Pattern, np: int, seed: int) -> dict[int, str]:
 
 
 def build(prefix: Path, pattern: Pattern, out_dir: Path | None = None) -> Path:
-    """The pattern's program, compiled with the build's mpicc (reused while unchanged)."""
+    """The pattern's program, compiled with ``prefix``'s mpicc (the project's build or the release;
+    tests/mpi and ompi-ulfm/include on the include path), reused while unchanged."""
     return mpi.compile_program(prefix, [MPI_SOURCES / pattern.source], flags=("-O2", "-Wall", "-Werror"),
                                out_dir=out_dir, include_dirs=[MPI_SOURCES])
 
@@ -129,6 +179,53 @@ def module_options(modules: str, cluster: bool) -> list[str]:
     if cluster:
         options = [*options[:1], "^han,ftera", *options[2:]] if options[:2] == ["--mca", "coll"] else options
     return options
+
+
+def message_problem(message_bytes: int) -> str | None:
+    """Why ``message_bytes`` cannot be a message size (None if it can): every program sends whole
+    8-byte words, from 8 bytes to MESSAGE_MAX."""
+    if message_bytes < 8 or message_bytes % 8 or message_bytes > MESSAGE_MAX:
+        return f"a message size is a multiple of 8 from 8 to {MESSAGE_MAX}, not {message_bytes}"
+    return None
+
+
+def message_size(pattern: Pattern, message_bytes: int | None) -> int | None:
+    """The size a run of ``pattern`` sends with ``message_bytes`` asked for (None: its own size):
+    that size, or the pattern's own; None for a pattern without a size."""
+    if not pattern.message:
+        return None
+    return message_bytes if message_bytes is not None else pattern.message_bytes
+
+
+# A CPU spinner that ends by itself when the process that started it (its argument) is no longer its
+# parent, so that even a campaign killed with SIGKILL leaves no spinner behind for long.
+SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    for _ in range(200000): pass\n"
+
+
+@contextmanager
+def busy(count: int) -> Iterator[list[int]]:
+    """``count`` busy processes (Python loops, each in a session of its own) while the block runs;
+    yields their pids. They are SIGKILLed and reaped when the block ends, however it ends."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            procs.append(subprocess.Popen([sys.executable, "-S", "-c", SPINNER, str(os.getpid())],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True))
+        yield [proc.pid for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (/proc/loadavg), None where it cannot be read."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @dataclass
@@ -145,6 +242,9 @@ class Outcome:
     seconds: float = 0.0
     stacks: str = ""
     output: str = ""                  # stdout and stderr tail, for a verdict other than ok
+    message_bytes: int | None = None  # the size its messages had; None: a pattern without a size
+    load: int = 0                     # busy processes beside it
+    loadavg: float | None = None      # 1-minute load average when it started
 
     @property
     def ok(self) -> bool:
@@ -152,8 +252,9 @@ class Outcome:
 
 
 def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapping[str, str]],
-          landed: Mapping[int, str]) -> tuple[str, str]:
-    """(verdict, detail) of a finished run."""
+          landed: Mapping[int, str], message_bytes: int | None = None) -> tuple[str, str]:
+    """(verdict, detail) of a finished run; ``message_bytes``: the size the run was to send (for a
+    pattern that reads FTCHECK_MESSAGE_BYTES, every survivor must report it)."""
     survivors = [rank for rank in range(np) if rank not in landed]
     if returncode != 0:
         return "error", f"mpirun exited with {returncode}"
@@ -162,6 +263,10 @@ def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapp
         if got.get("outcome") != "ok":
             why = got.get("why") or ("no outcome line" if "outcome" not in got else got["outcome"])
             return "wrong", f"rank {rank}: {why}"
+    if pattern.message == "env" and message_bytes is not None:
+        sizes = {rank: reports[rank].get("message_bytes") for rank in survivors}
+        if set(sizes.values()) != {str(message_bytes)}:
+            return "wrong", f"message sizes {sizes}, not {message_bytes} bytes"
     for key in pattern.same:
         values = {rank: reports[rank][key] for rank in survivors if key in reports.get(rank, {})}
         if len(set(values.values())) > 1:
@@ -169,7 +274,7 @@ def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapp
     counts = {reports[rank]["survivors"] for rank in survivors if "survivors" in reports.get(rank, {})}
     if counts and counts != {str(len(survivors))}:
         return "wrong", f"survivors={sorted(counts)} with {len(survivors)} processes alive"
-    if pattern.name == "finalize":
+    if pattern.finalized:
         unfinished = [rank for rank in survivors if reports.get(rank, {}).get("finalized") != "1"]
         if unfinished:
             return "wrong", f"MPI_Finalize did not return at ranks {unfinished}"
@@ -184,29 +289,42 @@ def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapp
 def run_pattern(prefix: Path, binary: Path, pattern: Pattern, np: int, seed: int, modules: str = "ours",
                 timeout: float = 60, cluster: object | None = None,
                 wrap: Callable[[list[str]], list[str]] | None = None,
-                env: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> Outcome:
+                env: Mapping[str, str] | None = None, extra: Sequence[str] = (),
+                message_bytes: int | None = None, load: int = 0) -> Outcome:
     """Run ``pattern`` once with the kills of ``seed``; ``wrap``/``env`` run it across an emulated
-    cluster (jobmgr.cluster.job_argv / launch_environment), whose name ``cluster`` gives."""
+    cluster (jobmgr.cluster.job_argv / launch_environment), whose name ``cluster`` gives.
+    ``message_bytes``: its message size (None: the program's own; message_problem says which are
+    valid); ``load``: busy processes beside it (``busy``). ``prefix`` and ``binary`` go with
+    ``modules``: the release set needs the release's prefix and a program built with it."""
     kills = plan(pattern, np, seed)
-    outcome = Outcome(pattern.name, np, seed, modules, getattr(cluster, "name", "node") if cluster else "node", kills)
+    size = message_size(pattern, message_bytes)
+    outcome = Outcome(pattern.name, np, seed, modules, getattr(cluster, "name", "node") if cluster else "node", kills,
+                      message_bytes=size, load=load)
     run_env = {**(env or {}), "FTSLIDE_KILL": ",".join(f"{rank}@{point}" for rank, point in kills.items())}
-    args = [*module_options(modules, cluster is not None), *extra, "-np", str(np), str(binary), *pattern.args]
-    started = time.monotonic()
-    try:
-        result = mpi.run(prefix, args, timeout=timeout, env=run_env, stacks_on_timeout=True, wrap=wrap)
-    except mpi.MpirunTimeout as exc:
+    program_args: tuple[str, ...] = pattern.args
+    if pattern.message == "env" and message_bytes is not None:
+        run_env["FTCHECK_MESSAGE_BYTES"] = str(message_bytes)
+    elif pattern.message == "count" and size is not None:
+        program_args = (str(size // 8), *pattern.args)
+    args = [*module_options(modules, cluster is not None), *extra, "-np", str(np), str(binary), *program_args]
+    with busy(load):
+        outcome.loadavg = load_average()
+        started = time.monotonic()
+        try:
+            result = mpi.run(prefix, args, timeout=timeout, env=run_env, stacks_on_timeout=True, wrap=wrap)
+        except mpi.MpirunTimeout as exc:
+            outcome.seconds = round(time.monotonic() - started, 3)
+            hung = parse_run(-9, exc.stdout, exc.stderr)
+            outcome.landed = {rank: point for rank, point in hung.killed.items() if kills.get(rank) == point}
+            silent = [rank for rank in range(np) if rank not in outcome.landed
+                      and "outcome" not in hung.reports.get(rank, {})]
+            outcome.verdict, outcome.detail = "hang", f"no end within {timeout:g} s; no outcome from ranks {silent}"
+            outcome.stacks, outcome.output = exc.stacks, (exc.stdout + exc.stderr)[-6000:]
+            return outcome
         outcome.seconds = round(time.monotonic() - started, 3)
-        hung = parse_run(-9, exc.stdout, exc.stderr)
-        outcome.landed = {rank: point for rank, point in hung.killed.items() if kills.get(rank) == point}
-        silent = [rank for rank in range(np) if rank not in outcome.landed
-                  and "outcome" not in hung.reports.get(rank, {})]
-        outcome.verdict, outcome.detail = "hang", f"no end within {timeout:g} s; no outcome from ranks {silent}"
-        outcome.stacks, outcome.output = exc.stacks, (exc.stdout + exc.stderr)[-6000:]
-        return outcome
-    outcome.seconds = round(time.monotonic() - started, 3)
     run = parse_run(result.returncode, result.stdout, result.stderr)
     outcome.landed = {rank: point for rank, point in run.killed.items() if kills.get(rank) == point}
-    outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed)
+    outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed, size)
     if not outcome.ok:
         outcome.output = (result.stdout + result.stderr)[-6000:]
     return outcome

@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ftslide_killpoint.h"
 
@@ -65,6 +66,61 @@ static inline void ftcheck_outcome(const char *why)
 {
     if (why != NULL) FTCHECK("why", "%s", why);
     FTCHECK("outcome", "%s", why == NULL ? "ok" : "wrong");
+}
+
+/* The size in bytes of the messages a pattern program checks its data in:
+ * FTCHECK_MESSAGE_BYTES from the environment (the campaign's --message-size,
+ * tests/harness/ulfm_patterns.py), else FALLBACK, the program's own size.
+ * A set value must be a multiple of 8 from 8 to FTCHECK_MESSAGE_MAX (whole
+ * words of any type the programs send); anything else ends the job with one
+ * line from rank 0 and exit status 2. Every rank reports the size it uses as
+ * message_bytes=N, which the harness compares with the size it asked for. */
+#define FTCHECK_MESSAGE_MAX (64ull << 20)
+
+static inline size_t ftcheck_message_bytes(size_t fallback)
+{
+    const char *text = getenv("FTCHECK_MESSAGE_BYTES");
+    size_t bytes = fallback;
+    if (text != NULL && *text != '\0') {
+        unsigned long long value = 0;
+        const char *c = text;
+        while (*c >= '0' && *c <= '9' && value <= FTCHECK_MESSAGE_MAX) value = value * 10 + (unsigned long long)(*c++ - '0');
+        if (*c != '\0' || value < 8 || value % 8 != 0 || value > FTCHECK_MESSAGE_MAX) {
+            if (ftcheck_rank() == 0) {
+                fprintf(stderr, "FTCHECK_MESSAGE_BYTES=%s: give a multiple of 8 from 8 to %llu\n", text,
+                        FTCHECK_MESSAGE_MAX);
+            }
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        bytes = (size_t)value;
+    }
+    FTCHECK("message_bytes", "%zu", bytes);
+    return bytes;
+}
+
+/* A payload of COUNT ints (COUNT >= 2) that says who sent it and when: A and
+ * B first, then words that depend on A, B and their place, so that a message
+ * cut short, shifted or from another sender or round fails the check. */
+static inline int ftcheck_payload_word(int a, int b, int i)
+{
+    return (int)(((unsigned)a * 2654435761u + (unsigned)b * 40503u + (unsigned)i * 97u) & 0x7fffffff);
+}
+
+static inline void ftcheck_payload_fill(int *buf, int count, int a, int b)
+{
+    buf[0] = a;
+    buf[1] = b;
+    for (int i = 2; i < count; i++) buf[i] = ftcheck_payload_word(a, b, i);
+}
+
+/* Whether BUF holds the payload of (A, B) in all its COUNT ints. */
+static inline int ftcheck_payload_ok(const int *buf, int count, int a, int b)
+{
+    if (buf[0] != a || buf[1] != b) return 0;
+    for (int i = 2; i < count; i++) {
+        if (buf[i] != ftcheck_payload_word(a, b, i)) return 0;
+    }
+    return 1;
 }
 
 #endif

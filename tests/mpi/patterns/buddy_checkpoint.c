@@ -1,7 +1,9 @@
 /*
  * In-memory buddy checkpoint with roll-back recovery.
  *
- * The state is np blocks of LEN integers below the prime P; block B starts
+ * The state is np blocks of LEN 64-bit integers below the prime P (LEN is
+ * FTCHECK_MESSAGE_BYTES / 8, tests/mpi/ftcheck.h, 256 without it: a block's
+ * copy in the checkpoint exchange is a message of that size); block B starts
  * owned by world rank B. In iteration K every rank advances the blocks it
  * owns (x <- (x * MUL + (B + 1) * (i + 1) + K) mod P, exact in uint64) and
  * an MPI_Allreduce sums all values of all blocks. Every C iterations (at
@@ -58,7 +60,7 @@
 
 #include "ftcheck.h"
 
-#define LEN 256
+#define DEFAULT_LEN 256
 #define P 4294967291ull /* the largest prime below 2^32: x * MUL stays below 2^64 */
 #define MUL 2147483629ull
 
@@ -73,21 +75,22 @@ struct checkpoint {
 };
 
 static int np;
+static size_t len; /* LEN: 64-bit words per block */
 
 static void init_block(int b, uint64_t *x)
 {
-    for (int i = 0; i < LEN; i++) x[i] = ((uint64_t)b * 1000003u + (uint64_t)i * 7919u + 1u) % P;
+    for (size_t i = 0; i < len; i++) x[i] = ((uint64_t)b * 1000003u + (uint64_t)i * 7919u + 1u) % P;
 }
 
 static void step_block(int b, int iter, uint64_t *x)
 {
-    for (int i = 0; i < LEN; i++) x[i] = (x[i] * MUL + (uint64_t)(b + 1) * (uint64_t)(i + 1) + (uint64_t)iter) % P;
+    for (size_t i = 0; i < len; i++) x[i] = (x[i] * MUL + (uint64_t)(b + 1) * (uint64_t)(i + 1) + (uint64_t)iter) % P;
 }
 
 static uint64_t sum_block(const uint64_t *x)
 {
     uint64_t s = 0;
-    for (int i = 0; i < LEN; i++) s += x[i];
+    for (size_t i = 0; i < len; i++) s += x[i];
     return s;
 }
 
@@ -128,25 +131,25 @@ static int take_checkpoint(MPI_Comm comm, const struct members *m, const int *ow
         ck->owner[b] = owner[b];
         ck->holder[b] = m->world[(m->member[owner[b]] + 1) % m->size];
         if (owner[b] == me) {
-            memcpy(&ck->own[(size_t)b * LEN], &state[(size_t)b * LEN], sizeof(uint64_t) * LEN);
+            memcpy(&ck->own[(size_t)b * len], &state[(size_t)b * len], sizeof(uint64_t) * len);
             nout++;
         }
         if (owner[b] == m->world[left]) nin++;
     }
     /* blocks travel in block order: the receiver knows which ones from the owner table */
-    uint64_t *out = malloc(sizeof(uint64_t) * LEN * (size_t)(nout + 1));
-    uint64_t *in = malloc(sizeof(uint64_t) * LEN * (size_t)(nin + 1));
+    uint64_t *out = malloc(sizeof(uint64_t) * len * (size_t)(nout + 1));
+    uint64_t *in = malloc(sizeof(uint64_t) * len * (size_t)(nin + 1));
     int n = 0;
     for (int b = 0; b < np; b++) {
-        if (owner[b] == me) memcpy(&out[(size_t)n++ * LEN], &state[(size_t)b * LEN], sizeof(uint64_t) * LEN);
+        if (owner[b] == me) memcpy(&out[(size_t)n++ * len], &state[(size_t)b * len], sizeof(uint64_t) * len);
     }
-    int rc = MPI_Sendrecv(out, nout * LEN, MPI_UINT64_T, right, seq & 0x7fff, in, nin * LEN, MPI_UINT64_T, left,
-                          seq & 0x7fff, comm, MPI_STATUS_IGNORE);
+    int rc = MPI_Sendrecv(out, nout * (int)len, MPI_UINT64_T, right, seq & 0x7fff, in, nin * (int)len, MPI_UINT64_T,
+                          left, seq & 0x7fff, comm, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS) {
         n = 0;
         for (int b = 0; b < np; b++) {
             if (owner[b] == m->world[left])
-                memcpy(&ck->buddy[(size_t)b * LEN], &in[(size_t)n++ * LEN], sizeof(uint64_t) * LEN);
+                memcpy(&ck->buddy[(size_t)b * len], &in[(size_t)n++ * len], sizeof(uint64_t) * len);
         }
         ck->seq = seq;
     }
@@ -185,6 +188,7 @@ int main(int argc, char **argv)
     int every = argc > 2 ? atoi(argv[2]) : 5;
     if (iters < 1) iters = 1;
     if (every < 1) every = 1;
+    len = ftcheck_message_bytes(DEFAULT_LEN * sizeof(uint64_t)) / sizeof(uint64_t);
     int me;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -195,28 +199,28 @@ int main(int argc, char **argv)
 
     /* the failure-free sums, from all blocks */
     uint64_t *expect = malloc(sizeof(uint64_t) * (size_t)iters);
-    uint64_t *state = malloc(sizeof(uint64_t) * LEN * (size_t)np); /* block b at state[b * LEN], if owned */
+    uint64_t *state = malloc(sizeof(uint64_t) * len * (size_t)np); /* block b at state[b * len], if owned */
     uint64_t *sums = malloc(sizeof(uint64_t) * (size_t)iters); /* what the Allreduce gave, per iteration */
     for (int k = 0; k < iters; k++) expect[k] = sums[k] = 0;
     for (int b = 0; b < np; b++) {
-        init_block(b, &state[(size_t)b * LEN]);
+        init_block(b, &state[(size_t)b * len]);
         for (int k = 0; k < iters; k++) {
-            step_block(b, k, &state[(size_t)b * LEN]);
-            expect[k] += sum_block(&state[(size_t)b * LEN]);
+            step_block(b, k, &state[(size_t)b * len]);
+            expect[k] += sum_block(&state[(size_t)b * len]);
         }
     }
     int *owner = malloc(sizeof(int) * (size_t)np);
     for (int b = 0; b < np; b++) {
         owner[b] = b;
-        init_block(b, &state[(size_t)b * LEN]);
+        init_block(b, &state[(size_t)b * len]);
     }
     struct checkpoint ck[2];
     for (int g = 0; g < 2; g++) {
         ck[g].seq = -1;
         ck[g].owner = malloc(sizeof(int) * (size_t)np);
         ck[g].holder = malloc(sizeof(int) * (size_t)np);
-        ck[g].own = malloc(sizeof(uint64_t) * LEN * (size_t)np);
-        ck[g].buddy = malloc(sizeof(uint64_t) * LEN * (size_t)np);
+        ck[g].own = malloc(sizeof(uint64_t) * len * (size_t)np);
+        ck[g].buddy = malloc(sizeof(uint64_t) * len * (size_t)np);
     }
     struct members m;
     m.world = malloc(sizeof(int) * (size_t)np);
@@ -241,8 +245,8 @@ int main(int argc, char **argv)
             uint64_t mine = 0;
             for (int b = 0; b < np; b++) {
                 if (owner[b] != me) continue;
-                step_block(b, k, &state[(size_t)b * LEN]);
-                mine += sum_block(&state[(size_t)b * LEN]);
+                step_block(b, k, &state[(size_t)b * len]);
+                mine += sum_block(&state[(size_t)b * len]);
             }
             rc = MPI_Allreduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, comm);
             if (rc != MPI_SUCCESS) break;
@@ -286,9 +290,9 @@ int main(int argc, char **argv)
             } else why = "lost a block and its buddy copy";
             if (why != NULL) break;
             if (owner[b] != me) continue;
-            if (from == NULL) init_block(b, &state[(size_t)b * LEN]);
-            else memcpy(&state[(size_t)b * LEN], was == me ? &from->own[(size_t)b * LEN] : &from->buddy[(size_t)b * LEN],
-                        sizeof(uint64_t) * LEN);
+            if (from == NULL) init_block(b, &state[(size_t)b * len]);
+            else memcpy(&state[(size_t)b * len], was == me ? &from->own[(size_t)b * len] : &from->buddy[(size_t)b * len],
+                        sizeof(uint64_t) * len);
         }
         k = from ? from->iter : 0;
         last_seq = agreed;

@@ -5,7 +5,9 @@
  * dup of MPI_COMM_WORLD whose errors are returned; the harness kills one
  * rank in each, any rank, rank 0 included. In each stage every rank does
  * the stage's work, an MPI_Allreduce of its world rank and a ring exchange
- * (MPI_Sendrecv of its world rank to the right, from the left); a rank
+ * (MPI_Sendrecv of COUNT ints to the right, from the left: its world rank,
+ * the round and words derived from both, ftcheck_payload_fill; COUNT is
+ * FTCHECK_MESSAGE_BYTES / 4, tests/mpi/ftcheck.h, 2 without it); a rank
  * whose part failed revokes the communicator. Then MPIX_Comm_agree on
  * "my part succeeded" decides for everyone: if a process failed, the
  * survivors acknowledge, revoke, shrink and do the work again on the
@@ -16,12 +18,12 @@
  * communicator: the final shrunk one, where the remote leader is rank 0 or
  * rank size/2) and merge it with MPI_Intercomm_merge (lower half first).
  *
- * Checks at every survivor: each stage's Allreduce and ring message match
- * the members of the communicator they ran on; the intercommunicator's
- * remote group is the other half; on the merged communicator an
- * MPI_Allreduce of (1, world rank, bit of world rank) gives exactly the
- * survivors (count, sum and set) and each process holds its rank of the
- * final communicator. It prints survivors=N (np minus the kills that
+ * Checks at every survivor: each stage's Allreduce and ring message (all
+ * its COUNT ints) match the members of the communicator they ran on; the
+ * intercommunicator's remote group is the other half; on the merged
+ * communicator an MPI_Allreduce of (1, world rank, bit of world rank) gives
+ * exactly the survivors (count, sum and set) and each process holds its rank
+ * of the final communicator. It prints survivors=N (np minus the kills that
  * landed), shrinks (how many times this rank shrank), stages=F, merged=M
  * (merged size, equal to N) and sum=S (sum of the survivors' world ranks).
  *
@@ -65,7 +67,7 @@ static void members(MPI_Comm comm, long long out[3])
 
 /* One stage's work: ROUNDS of an Allreduce plus a ring exchange. Returns the
  * first MPI error, or MPI_SUCCESS; wrong data sets *why. */
-static int work(MPI_Comm comm, int me, int rounds, const char **why)
+static int work(MPI_Comm comm, int me, int rounds, int count, const char **why)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
@@ -74,17 +76,23 @@ static int work(MPI_Comm comm, int me, int rounds, const char **why)
     int left_world = world_of(comm, left);
     long long expect[3];
     members(comm, expect);
-    for (int r = 0; r < rounds; r++) {
+    int *out = malloc(sizeof(int) * (size_t)count), *in = malloc(sizeof(int) * (size_t)count);
+    int rc = MPI_SUCCESS;
+    for (int r = 0; r < rounds && rc == MPI_SUCCESS; r++) {
         long long sum = 0, mine = me;
-        int rc = MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, comm);
-        if (rc != MPI_SUCCESS) return rc;
+        rc = MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, comm);
+        if (rc != MPI_SUCCESS) break;
         if (sum != expect[1] && *why == NULL) *why = "a stage's Allreduce does not match its communicator";
-        int out[2] = {me, r}, in[2] = {-1, -1};
-        rc = MPI_Sendrecv(out, 2, MPI_INT, right, r, in, 2, MPI_INT, left, r, comm, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return rc;
-        if ((in[0] != left_world || in[1] != r) && *why == NULL) *why = "a ring message not from the left neighbour";
+        ftcheck_payload_fill(out, count, me, r);
+        in[0] = in[1] = -1;
+        rc = MPI_Sendrecv(out, count, MPI_INT, right, r, in, count, MPI_INT, left, r, comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) break;
+        if (!ftcheck_payload_ok(in, count, left_world, r) && *why == NULL)
+            *why = "a ring message not from the left neighbour";
     }
-    return MPI_SUCCESS;
+    free(out);
+    free(in);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -92,6 +100,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rounds = argc > 1 ? atoi(argv[1]) : 4;
     if (rounds < 1) rounds = 1;
+    const int count = (int)(ftcheck_message_bytes(2 * sizeof(int)) / sizeof(int));
     int me, np;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -107,7 +116,7 @@ int main(int argc, char **argv)
     for (int stage = 0; stage <= stages && !failed; stage++) {
         if (stage < stages) ftslide_killpointf(me, "stage=%d", stage);
         for (int attempt = 0;; attempt++) {
-            int rc = work(comm, me, rounds, &why);
+            int rc = work(comm, me, rounds, count, &why);
             int flag = rc == MPI_SUCCESS;
             if (!flag) {
                 int eclass;

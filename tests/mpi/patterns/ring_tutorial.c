@@ -59,7 +59,9 @@ int main(int argc, char **argv)
             MPIX_Comm_revoke(fcomm);
             break;
         }
-        if (in[0] != left + iter || in[count - 1] != left + iter) why = "wrong data from the left neighbour";
+        for (int i = 0; i < count; i++) {
+            if (in[i] != left + iter) why = "wrong data from the left neighbour";
+        }
     }
     FTCHECK("left", "%d", iter);
     FTCHECK_RC("how", rc);

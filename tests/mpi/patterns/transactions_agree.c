@@ -3,12 +3,15 @@
  *
  * Transaction T is an MPI_Allreduce of (world rank + 1) * (T + 3), then an
  * exchange around the ring of the current communicator (MPI_Sendrecv of
- * (world rank, T) to the right, from the left), on a dup of MPI_COMM_WORLD
- * whose errors are returned. Each rank's part succeeded when both calls
- * returned MPI_SUCCESS and the neighbour's message is (left's world rank,
- * T); a rank whose part failed revokes the communicator, so that nobody
- * stays blocked in the transaction. Then every rank calls MPIX_Comm_agree
- * with flag = "my part succeeded". If the agreement returns MPI_SUCCESS
+ * COUNT ints to the right, from the left: world rank, T and words derived
+ * from both, ftcheck_payload_fill; COUNT is FTCHECK_MESSAGE_BYTES / 4,
+ * tests/mpi/ftcheck.h, 2 without it), on a dup of MPI_COMM_WORLD whose
+ * errors are returned. Each rank's part succeeded when both calls returned
+ * MPI_SUCCESS and the neighbour's message is, in all its COUNT ints, the one
+ * of (left's world rank, T); a rank whose part failed revokes the
+ * communicator, so that nobody stays blocked in the transaction. Then every
+ * rank calls MPIX_Comm_agree with flag = "my part succeeded". If the
+ * agreement returns MPI_SUCCESS
  * with flag 1, the transaction commits: its Allreduce result is recorded.
  * Otherwise (flag 0, or MPIX_ERR_PROC_FAILED) every survivor acknowledges
  * the failures (MPIX_Comm_failure_ack), revokes the communicator if it is
@@ -83,6 +86,8 @@ int main(int argc, char **argv)
     const char *why = NULL;
     long long *committed = malloc(sizeof(long long) * (size_t)ntrans);
     int commits = 0, retries = 0, agree_failed = 0, attempts = 0;
+    const int count = (int)(ftcheck_message_bytes(2 * sizeof(int)) / sizeof(int));
+    int *out = malloc(sizeof(int) * (size_t)count), *in = malloc(sizeof(int) * (size_t)count);
 
     /* a rank leaves the loop only where every survivor does: at a decision of
      * the agreement (wrong data is noted in why and handled like a failed part) */
@@ -105,10 +110,11 @@ int main(int argc, char **argv)
         if (rc != MPI_SUCCESS) ok = 0;
         ftslide_killpointf(me, "iter=%d", t);
         if (ok) {
-            int out[2] = {me, t}, in[2] = {-1, -1};
-            rc = MPI_Sendrecv(out, 2, MPI_INT, right, t, in, 2, MPI_INT, left, t, comm, MPI_STATUS_IGNORE);
+            ftcheck_payload_fill(out, count, me, t);
+            in[0] = in[1] = -1;
+            rc = MPI_Sendrecv(out, count, MPI_INT, right, t, in, count, MPI_INT, left, t, comm, MPI_STATUS_IGNORE);
             if (rc != MPI_SUCCESS) ok = 0;
-            else if (in[0] != left_world || in[1] != t) data_ok = ok = 0;
+            else if (!ftcheck_payload_ok(in, count, left_world, t)) data_ok = ok = 0;
         }
         if (rc != MPI_SUCCESS) {
             int eclass;
@@ -181,6 +187,8 @@ int main(int argc, char **argv)
     FTCHECK("last", "%lld", commits > 0 ? committed[commits - 1] : -1);
     FTCHECK("survivors", "%d", size);
     ftcheck_outcome(why);
+    free(out);
+    free(in);
     free(committed);
     MPI_Comm_free(&comm);
     MPI_Finalize();
