@@ -12,6 +12,8 @@
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "ftslide_killpoint.h"
@@ -121,6 +123,32 @@ static inline int ftcheck_payload_ok(const int *buf, int count, int a, int b)
         if (buf[i] != ftcheck_payload_word(a, b, i)) return 0;
     }
     return 1;
+}
+
+/* Steps ordered between ranks without MPI (an MPI call would read messages,
+ * such as a revoke, that a test wants left unread): DIR/NAME is created by
+ * one rank and awaited by another, polling every millisecond. */
+static inline void ftcheck_mark(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f != NULL) fclose(f);
+}
+
+/* Wait for DIR/NAME outside MPI; the job aborts after 30 s. */
+static inline void ftcheck_await_mark(const char *dir, const char *name)
+{
+    char path[512];
+    struct stat st;
+    struct timespec pause = {0, 1000000};
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (int i = 0; i < 30000; i++) {
+        if (stat(path, &st) == 0) return;
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr, "ftcheck: %s never appeared\n", path);
+    MPI_Abort(MPI_COMM_WORLD, 3);
 }
 
 #endif

@@ -15,7 +15,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "ftcheck.h"
@@ -30,15 +29,10 @@ int main(int argc, char **argv)
 
     if (strcmp(what, "finalizing") == 0) {
         if (argc < 4) MPI_Abort(MPI_COMM_WORLD, 2);
-        char path[512];
-        snprintf(path, sizeof path, "%s/finalizing", argv[2]);
         if (rank == 1) {
-            FILE *f = fopen(path, "w");
-            if (f != NULL) fclose(f);
+            ftcheck_mark(argv[2], "finalizing");
         } else if (rank == 0) {
-            struct stat st;
-            struct timespec pause = {0, 1000000};
-            for (int i = 0; i < 30000 && stat(path, &st) != 0; i++) nanosleep(&pause, NULL);
+            ftcheck_await_mark(argv[2], "finalizing");
             nanosleep(&(struct timespec){0, 100000000}, NULL); /* rank 1 is inside MPI_Finalize by now */
             int count = atoi(argv[3]);
             char *buf = calloc((size_t)count + 1, 1);

@@ -26,33 +26,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "ftcheck.h"
-
-static void touch(const char *dir, const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (f != NULL) fclose(f);
-}
-
-/* Wait for DIR/NAME outside MPI; abort after 30 s. */
-static void await(const char *dir, const char *name)
-{
-    char path[512];
-    struct stat st;
-    struct timespec pause = {0, 1000000};
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    for (int i = 0; i < 30000; i++) {
-        if (stat(path, &st) == 0) return;
-        nanosleep(&pause, NULL);
-    }
-    fprintf(stderr, "send_after_free: %s never appeared\n", path);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-}
 
 int main(int argc, char **argv)
 {
@@ -69,8 +44,8 @@ int main(int argc, char **argv)
     char *buf = calloc((size_t)count + 1, 1);
 
     if (rank == 0) {
-        touch(dir, "ready");
-        await(dir, "moved");
+        ftcheck_mark(dir, "ready");
+        ftcheck_await_mark(dir, "moved");
         int rc;
         if (strcmp(mode, "isend") == 0) {
             MPI_Request req;
@@ -84,10 +59,10 @@ int main(int argc, char **argv)
         FTCHECK_RC("send", rc);
         MPI_Comm_free(&c);
     } else if (rank == 1) {
-        await(dir, "ready");
+        ftcheck_await_mark(dir, "ready");
         MPIX_Comm_revoke(c);
         if (strcmp(next, "leave") != 0) MPI_Comm_free(&c);
-        touch(dir, "moved");
+        ftcheck_mark(dir, "moved");
     } else {
         MPI_Comm_free(&c);
     }
