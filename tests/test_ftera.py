@@ -113,8 +113,11 @@ def run_mpi(request, mpi_prefix):
     return run
 
 
+# Not with upstream's: the intercommunicator test (upstream's coll/ftagree has no agreement that works on an
+# intercommunicator; the shrink hangs even without a failure; the pattern campaign's intercomm-agree row measures it).
+NOT_WITH_BOTH = {"test_checks_fail_without_fault_tolerance", "test_intercommunicator_agree_shrink_revoke"}
 for _name in dir(test_conformance):
-    if _name.startswith("test_") and _name != "test_checks_fail_without_fault_tolerance":
+    if _name.startswith("test_") and _name not in NOT_WITH_BOTH:
         globals()[f"{_name}_selected"] = getattr(test_conformance, _name)
 
 
@@ -227,7 +230,7 @@ def test_auto_tree_is_knomial4_on_one_node(mpi_prefix, mpi_program):
         run = run_program(mpi_prefix, program, 4, args=["2"],
                           mpirun_options=["--mca", "coll_ftera_verbose", "10", *options], timeout=60)
         assert run.returncode == 0, run.describe()
-        trees = re.findall(r"coll:ftera: comm \S+: \d+ ranks, (\w+) tree", run.stdout + run.stderr)
+        trees = re.findall(r"coll:ftera: comm \S+: \d+ members[^,]*, (\w+) tree", run.stdout + run.stderr)
         assert trees and set(trees) == {tree}, run.describe()
 
 

@@ -278,7 +278,7 @@ def test_mpi_job_across_two_nodes(cluster, mpi_program):
     result = ftslide("run", "--cluster", cluster, "--mca", "coll_ftera_verbose", "10", "-np", "4", "sh", "-c",
                      f'{where}; exec "$0"', str(revoke), timeout=60)
     assert result.returncode == 0, result.stderr
-    assert len(re.findall(r"coll:ftera: comm 0: 4 ranks, binomial tree", result.stderr)) == 4, result.stderr
+    assert len(re.findall(r"coll:ftera: comm 0: 4 members, binomial tree", result.stderr)) == 4, result.stderr
     assert result.stdout.count("is_revoked=1") == 4 and result.stdout.count("finished=1") == 4, result.stdout
     ino = {k: os.stat(f"/run/netns/{cluster}-n{k}").st_ino for k in range(2)}
     seen = {int(m[1]): (m[2], int(m[3])) for m in re.finditer(r"where rank=(\d) host=(\S+) ino=(\d+)", result.stdout)}

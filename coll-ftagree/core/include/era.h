@@ -157,6 +157,24 @@ typedef enum era_op {
     ERA_OP_MIN = 3
 } era_op_t;
 
+/* How a 32-bit int contribution travels in the 64-bit flag, so that the op
+ * gives the int the caller expects: AND with the unused half set to ones, OR
+ * as is, MAX and MIN with the sign bit flipped (signed order becomes
+ * unsigned order). On an inter-communicator the members of both groups take
+ * part in one agreement, and AND is per group, as ULFM defines it: the first
+ * group's ints in the low half (ERA_SIDE_FIRST), the second group's in the
+ * high half (ERA_SIDE_SECOND), ones in the other half, and each side reads
+ * the other's half (the AND of the remote group). Every other op combines
+ * over both groups and reads the low half. */
+typedef enum era_side {
+    ERA_SIDE_ALL = 0,    /* an intra-communicator: everyone in one group */
+    ERA_SIDE_FIRST = 1,  /* inter-communicator, the group taking the first positions */
+    ERA_SIDE_SECOND = 2  /* inter-communicator, the other group */
+} era_side_t;
+uint64_t era_flag_of_int(era_op_t op, era_side_t side, int32_t value);
+/* the int a member of `side` gets from the decided flag */
+int32_t era_int_of_flag(era_op_t op, era_side_t side, uint64_t flag);
+
 /* Start the next instance with this process's `flag` and its acknowledged-
  * failure set `acked` (nacked ranks in any order, duplicates allowed;
  * NULL/0 = nothing acknowledged). Writes the instance number to *inst (if

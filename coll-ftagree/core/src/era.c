@@ -940,6 +940,27 @@ int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, u
     return era_start_op(e, ERA_OP_BAND, flag, acked, nacked, inst);
 }
 
+uint64_t era_flag_of_int(era_op_t op, era_side_t side, int32_t value)
+{
+    uint32_t v = (uint32_t)value;
+    switch (op) {
+    case ERA_OP_BAND:
+        return ERA_SIDE_SECOND == side ? ((uint64_t)v << 32) | 0xffffffffull : 0xffffffff00000000ull | v;
+    case ERA_OP_MAX:
+    case ERA_OP_MIN:
+        return (uint64_t)(v ^ 0x80000000u);
+    default:
+        return (uint64_t)v;
+    }
+}
+
+int32_t era_int_of_flag(era_op_t op, era_side_t side, uint64_t flag)
+{
+    uint32_t v = (uint32_t)(ERA_OP_BAND == op && ERA_SIDE_FIRST == side ? flag >> 32 : flag & 0xffffffffu);
+    if (ERA_OP_MAX == op || ERA_OP_MIN == op) v ^= 0x80000000u;
+    return (int32_t)v;
+}
+
 int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
 {
     if (!e || (nacked && !acked) || op < ERA_OP_BAND || op > ERA_OP_MIN) return ERA_EINVAL;

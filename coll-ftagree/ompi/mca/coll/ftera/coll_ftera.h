@@ -16,8 +16,14 @@
  *     and the agreed failed set, returned as a group when the caller asks
  *     for it (the shrink does).
  *
- * Intra-communicators only: for an inter-communicator comm_query declines
- * and upstream's ftagree provides the agreement.
+ * On an inter-communicator the agreement runs over both groups as one set of
+ * members: the group ompi_comm_determine_first_auto() puts first takes
+ * positions 0..n1-1, the other n1..n1+n2-1, at every member alike (the same
+ * numbering as the ftslide revoke's channels). MPIX_Comm_agree's bitwise AND
+ * gives each side the AND of the remote group's flags, as ULFM defines it,
+ * and MAX and MIN (Open MPI's context-id allocation, for the shrink of an
+ * inter-communicator) combine over both groups: era_flag_of_int() and
+ * era_int_of_flag() (era.h) carry the ints that way in the core's flag.
  */
 #ifndef MCA_COLL_FTERA_H
 #define MCA_COLL_FTERA_H
@@ -58,6 +64,11 @@ typedef struct mca_coll_ftera_module_t {
     mca_coll_base_module_t super;
 
     ompi_communicator_t *comm;     /* not retained: the module lives as long as comm */
+    /* members: the local group's size, the remote group's (0: an
+     * intra-communicator) and whether the local group takes the first
+     * positions (inter-communicators; coll_ftera_module.c, member_pos()) */
+    uint32_t lsize, rsize;
+    int local_first;
     era_t *era;                    /* the core: NULL until the first agreement or message (core_of()) */
     uint64_t cid_base, cid_sub;
     uint32_t epoch;

@@ -133,6 +133,74 @@ static int hdr_is_for(const mca_coll_ftera_wire_hdr_t *hdr, const mca_coll_ftera
     return hdr->cid_base == m->cid_base && hdr->cid_sub == m->cid_sub && hdr->epoch == m->epoch;
 }
 
+/* ------------------------------------------------------------------------ */
+/* members of an agreement                                                  */
+
+/* An intra-communicator's members are its ranks. An inter-communicator's are
+ * both groups: the first group (ompi_comm_determine_first_auto()) at
+ * positions 0..n1-1, the other after it, numbered alike at every member. */
+static uint32_t member_count(const mca_coll_ftera_module_t *m)
+{
+    return m->lsize + m->rsize;
+}
+
+/* the position of rank `rank` of the local (remote = 0) or remote group */
+static uint32_t member_pos(const mca_coll_ftera_module_t *m, int rank, int remote)
+{
+    if (0 == m->rsize) return (uint32_t) rank;
+    int in_first = remote ? !m->local_first : m->local_first;
+    uint32_t nfirst = m->local_first ? m->lsize : m->rsize;
+    return in_first ? (uint32_t) rank : nfirst + (uint32_t) rank;
+}
+
+/* the group holding position pos, and pos's rank in it */
+static ompi_group_t *member_group(const mca_coll_ftera_module_t *m, uint32_t pos, int *rank)
+{
+    if (0 == m->rsize) {
+        *rank = (int) pos;
+        return m->comm->c_local_group;
+    }
+    uint32_t nfirst = m->local_first ? m->lsize : m->rsize;
+    int in_first = pos < nfirst;
+    *rank = (int) (in_first ? pos : pos - nfirst);
+    return (in_first == m->local_first) ? m->comm->c_local_group : m->comm->c_remote_group;
+}
+
+static ompi_proc_t *member_proc(const mca_coll_ftera_module_t *m, uint32_t pos, bool create)
+{
+    int rank;
+    ompi_group_t *g = member_group(m, pos, &rank);
+    return ompi_group_get_proc_ptr(g, rank, create);
+}
+
+/* the position of a process given by its rank in group g, or -1 if it is
+ * not a member */
+static int member_pos_of(const mca_coll_ftera_module_t *m, ompi_group_t *g, int rank)
+{
+    int rk = MPI_UNDEFINED;
+    ompi_group_translate_ranks(g, 1, &rank, m->comm->c_local_group, &rk);
+    if (MPI_UNDEFINED != rk && rk >= 0) return (int) member_pos(m, rk, 0);
+    if (0 == m->rsize) return -1;
+    ompi_group_translate_ranks(g, 1, &rank, m->comm->c_remote_group, &rk);
+    if (MPI_UNDEFINED != rk && rk >= 0) return (int) member_pos(m, rk, 1);
+    return -1;
+}
+
+/* the group of the given positions (the agreed failed set), numbered as
+ * the members are */
+static int member_subgroup(const mca_coll_ftera_module_t *m, int n, int *pos, ompi_group_t **out)
+{
+    if (0 == m->rsize) return ompi_group_incl(m->comm->c_local_group, n, pos, out);
+    ompi_group_t *all = NULL;
+    ompi_group_t *first = m->local_first ? m->comm->c_local_group : m->comm->c_remote_group;
+    ompi_group_t *second = m->local_first ? m->comm->c_remote_group : m->comm->c_local_group;
+    int rc = ompi_group_union(first, second, &all); /* disjoint groups: union positions are member positions */
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = ompi_group_incl(all, n, pos, out);
+    OBJ_RELEASE(all);
+    return rc;
+}
+
 static uint64_t ftera_now_ns(void)
 {
     struct timespec ts;
@@ -149,10 +217,8 @@ static void note_failure(mca_coll_ftera_module_t *m)
     }
 }
 
-/* MPI ops the core decides on one int, and how an int is carried in the
- * core's 64-bit flag: AND with the high half set (so the core's AND leaves it
- * alone), OR as is, MAX and MIN with the sign bit flipped (the order of
- * signed ints becomes that of unsigned ones). */
+/* MPI ops the core decides on one int (era_flag_of_int() says how the int
+ * travels in the core's 64-bit flag) */
 static int ftera_op_of(const ompi_op_t *op, era_op_t *out)
 {
     if (&ompi_mpi_op_band.op == op) *out = ERA_OP_BAND;
@@ -163,21 +229,11 @@ static int ftera_op_of(const ompi_op_t *op, era_op_t *out)
     return 1;
 }
 
-static uint64_t ftera_encode(era_op_t op, int value)
+/* which side of the agreement this process is on (era_side_t) */
+static era_side_t ftera_side(const mca_coll_ftera_module_t *m)
 {
-    uint32_t v = (uint32_t) value;
-    switch (op) {
-    case ERA_OP_BAND: return 0xffffffff00000000ull | v;
-    case ERA_OP_MAX:
-    case ERA_OP_MIN: return (uint64_t) (v ^ 0x80000000u);
-    default: return (uint64_t) v;
-    }
-}
-
-static int ftera_decode(era_op_t op, uint64_t flag)
-{
-    uint32_t v = (uint32_t) (flag & 0xffffffffu);
-    return (int) ((ERA_OP_MAX == op || ERA_OP_MIN == op) ? (v ^ 0x80000000u) : v);
+    if (0 == m->rsize) return ERA_SIDE_ALL;
+    return m->local_first ? ERA_SIDE_FIRST : ERA_SIDE_SECOND;
 }
 
 static double ftera_now_ms(void)
@@ -211,6 +267,8 @@ static void ftera_parse_late_enable(void)
 static void ftera_module_construct(mca_coll_ftera_module_t *m)
 {
     m->comm = NULL;
+    m->lsize = m->rsize = 0;
+    m->local_first = 1;
     m->era = NULL;
     m->cid_base = m->cid_sub = 0;
     m->epoch = 0;
@@ -317,9 +375,9 @@ static void core_send(void *ctx, uint32_t dest, const void *msg, size_t len)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
     mca_coll_ftera_wire_hdr_t hdr = {.cid_base = m->cid_base, .cid_sub = m->cid_sub, .epoch = m->epoch,
-                                     .src = (uint32_t) ompi_comm_rank(m->comm), .msg_id = next_msg_id++,
+                                     .src = member_pos(m, ompi_comm_rank(m->comm), 0), .msg_id = next_msg_id++,
                                      .total = (uint32_t) len};
-    ompi_proc_t *peer = ompi_comm_peer_lookup(m->comm, (int) dest);
+    ompi_proc_t *peer = member_proc(m, dest, true);
     if (NULL == ftslide_sendq_push(&ftera_q, peer, m, dest, &hdr, sizeof(hdr), msg, len)) {
         opal_output(0, "coll:ftera: out of memory queueing a message to rank %u; it is lost", dest);
     }
@@ -421,7 +479,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             err = MPI_ERR_INTERN;
         } else {
             if (NULL != r->contrib) {
-                *r->contrib = ftera_decode(r->op, flag);
+                *r->contrib = era_int_of_flag(r->op, ftera_side(m), flag);
             }
             /* The uniform error tells MPIX_Comm_agree's caller that a failure it did
              * not acknowledge was agreed. Open MPI's internal callers (the shrink,
@@ -446,7 +504,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
             /* a rank the others saw fail is failed here too (the shrink's
              * new group and later operations must not wait for it) */
             for (uint32_t i = 0; i < nfailed; i++) {
-                ompi_proc_t *p = ompi_group_get_proc_ptr(m->comm->c_local_group, ranks[i], true);
+                ompi_proc_t *p = member_proc(m, (uint32_t) ranks[i], true);
                 if (NULL != p && ompi_proc_is_active(p)) {
                     ompi_errhandler_proc_failed(p);
                 }
@@ -457,7 +515,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
                     OBJ_RELEASE(*r->outgroup);
                 }
                 if (nfailed > 0) {
-                    ompi_group_incl(m->comm->c_local_group, (int) nfailed, ranks, &g);
+                    member_subgroup(m, (int) nfailed, ranks, &g);
                 } else {
                     g = MPI_GROUP_EMPTY;
                     OBJ_RETAIN(g);
@@ -527,7 +585,7 @@ static era_t *core_of(mca_coll_ftera_module_t *m);
 
 static void deliver(mca_coll_ftera_module_t *m, uint32_t src, const void *msg, size_t len)
 {
-    if (src >= (uint32_t) ompi_comm_size(m->comm)) return;
+    if (src >= member_count(m)) return;
     if (NULL == core_of(m)) {
         opal_output(0, "coll:ftera: out of memory setting up the agreement of comm %s; a message from rank %u is lost",
                     ompi_comm_print_cid(m->comm), src);
@@ -640,19 +698,19 @@ static void ftera_recv_cb(struct mca_btl_base_module_t *btl, const mca_btl_base_
 static void ftera_rank_failure(ompi_communicator_t *comm, int rank, bool remote)
 {
     ftera_gate.events++;
-    if (!remote) {
-        for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
-            if (m->comm == comm && NULL != m->era && rank >= 0 && rank < ompi_comm_size(comm) &&
-                rank != ompi_comm_rank(comm)) {
-                /* (a module without its core yet learns the failure when the core is made) */
-                FTERA_OUT(20, "coll:ftera: comm %s: rank %d failed", ompi_comm_print_cid(comm), rank);
-                mca_coll_ftera_nfailures++;
-                era_failure(m->era, (uint32_t) rank);
-                note_failure(m);
-                drive();
-                break;
-            }
+    for (mca_coll_ftera_module_t *m = ftera_modules; NULL != m; m = m->next) {
+        if (m->comm != comm) continue;
+        int size = remote ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
+        if (NULL != m->era && rank >= 0 && rank < size && (remote || rank != ompi_comm_rank(comm))) {
+            /* (a module without its core yet learns the failure when the core is made) */
+            FTERA_OUT(20, "coll:ftera: comm %s: %s rank %d failed", ompi_comm_print_cid(comm),
+                      remote ? "remote" : "local", rank);
+            mca_coll_ftera_nfailures++;
+            era_failure(m->era, member_pos(m, rank, remote));
+            note_failure(m);
+            drive();
         }
+        break;
     }
     ftslide_gate_pass(&ftera_gate, comm, rank, remote);
 }
@@ -667,11 +725,14 @@ static void feed_known_failures(mca_coll_ftera_module_t *m)
     uint64_t now = ftslide_gate_clock(&ftera_gate);
     if (now == m->failures_seen) return;
     m->failures_seen = now;
-    int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
-    for (int r = 0; r < n; r++) {
-        if (r != me && !ompi_comm_is_proc_active(m->comm, r, false)) {
-            era_failure(m->era, (uint32_t) r);
-            note_failure(m);
+    int me = ompi_comm_rank(m->comm);
+    for (int remote = 0; remote <= (0 != m->rsize); remote++) {
+        int n = remote ? (int) m->rsize : (int) m->lsize;
+        for (int r = 0; r < n; r++) {
+            if ((remote || r != me) && !ompi_comm_is_proc_active(m->comm, r, remote)) {
+                era_failure(m->era, member_pos(m, r, remote));
+                note_failure(m);
+            }
         }
     }
 }
@@ -709,25 +770,36 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
         return MPI_ERR_NO_MEM;
     }
     /* the failures this caller acknowledges (agree) or knows of (shrink), as
-     * ranks of comm; a few of them need no allocation */
+     * member positions; a few of them need no allocation */
     int gsize = (NULL != group && NULL != *group) ? ompi_group_size(*group) : 0;
     if (gsize > 0) {
-        int in_small[32];
-        int *in = gsize <= 16 ? in_small : malloc(2 * (size_t) gsize * sizeof(int));
         r->acked = gsize <= 8 ? r->acked_inline : malloc((size_t) gsize * sizeof(uint32_t));
-        if (NULL == in || NULL == r->acked) {
-            if (in != in_small) free(in);
-            release_acked(r);
+        if (NULL == r->acked) {
             OBJ_RELEASE(r);
             return MPI_ERR_NO_MEM;
         }
-        for (int i = 0; i < gsize; i++) in[i] = i;
-        ompi_group_translate_ranks(*group, gsize, in, comm->c_local_group, in + gsize);
-        for (int i = 0; i < gsize; i++) {
-            int rk = in[gsize + i];
-            if (MPI_UNDEFINED != rk && rk >= 0 && rk < ompi_comm_size(comm)) r->acked[r->nacked++] = (uint32_t) rk;
+        if (0 == m->rsize) {
+            /* one translation for the whole group (the common case) */
+            int in_small[32];
+            int *in = gsize <= 16 ? in_small : malloc(2 * (size_t) gsize * sizeof(int));
+            if (NULL == in) {
+                release_acked(r);
+                OBJ_RELEASE(r);
+                return MPI_ERR_NO_MEM;
+            }
+            for (int i = 0; i < gsize; i++) in[i] = i;
+            ompi_group_translate_ranks(*group, gsize, in, comm->c_local_group, in + gsize);
+            for (int i = 0; i < gsize; i++) {
+                int rk = in[gsize + i];
+                if (MPI_UNDEFINED != rk && rk >= 0 && rk < ompi_comm_size(comm)) r->acked[r->nacked++] = (uint32_t) rk;
+            }
+            if (in != in_small) free(in);
+        } else {
+            for (int i = 0; i < gsize; i++) {
+                int pos = member_pos_of(m, *group, i);
+                if (pos >= 0) r->acked[r->nacked++] = (uint32_t) pos;
+            }
         }
-        if (in != in_small) free(in);
     }
 
     OMPI_REQUEST_INIT(&r->super, false);
@@ -745,7 +817,7 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->contrib = (int *) contrib;
     r->outgroup = grp_update ? group : NULL;
     r->op = eop;
-    r->flag = ftera_encode(eop, *(int *) contrib);
+    r->flag = era_flag_of_int(eop, ftera_side(m), *(int32_t *) contrib);
 
     OBJ_RETAIN(r); /* the module's reference, dropped at completion */
     if (NULL != m->req) {
@@ -851,6 +923,13 @@ static era_tree_t ftera_tree_for(ompi_communicator_t *comm)
     if (ompi_process_info.num_local_peers + 1 != ompi_process_info.num_procs) {
         return ERA_TREE_BINOMIAL;
     }
+    if (OMPI_COMM_IS_INTER(comm)) {
+        for (int r = 0; r < ompi_comm_remote_size(comm); r++) {
+            if (ompi_group_get_proc_name(comm->c_remote_group, r).jobid != OMPI_PROC_MY_NAME->jobid) {
+                return ERA_TREE_BINOMIAL;
+            }
+        }
+    }
     for (int r = 0; r < ompi_comm_size(comm); r++) {
         if (ompi_group_get_proc_name(comm->c_local_group, r).jobid != OMPI_PROC_MY_NAME->jobid) {
             return ERA_TREE_BINOMIAL;
@@ -874,12 +953,13 @@ static void replay_one(void *ctx, const void *bytes, size_t len)
 static era_t *core_of(mca_coll_ftera_module_t *m)
 {
     if (NULL != m->era) return m->era;
-    int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+    uint32_t n = member_count(m), me = member_pos(m, ompi_comm_rank(m->comm), 0);
     era_tree_t tree = ftera_tree_for(m->comm);
-    m->era = era_create((uint32_t) n, (uint32_t) me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
+    m->era = era_create(n, me, (era_mode_t) mca_coll_ftera_mode, tree, NULL, 0,
                         &core_callbacks, m);
     if (NULL == m->era) return NULL;
-    FTERA_OUT(10, "coll:ftera: comm %s: %d ranks, %s tree", ompi_comm_print_cid(m->comm), n, era_tree_name(tree));
+    FTERA_OUT(10, "coll:ftera: comm %s: %u members%s, %s tree, here position %u", ompi_comm_print_cid(m->comm), n,
+              0 != m->rsize ? " (both groups of an inter-communicator)" : "", era_tree_name(tree), me);
     feed_known_failures(m);
     return m->era;
 }
@@ -887,7 +967,7 @@ static era_t *core_of(mca_coll_ftera_module_t *m)
 static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) module;
-    int n = ompi_comm_size(comm);
+    int n = ompi_comm_size(comm) + (OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : 0);
 
     /* modules are enabled in increasing priority: what the communicator has
      * now is the next lower-priority agreement */
@@ -910,6 +990,9 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
     }
 
     m->comm = comm;
+    m->lsize = (uint32_t) ompi_comm_size(comm);
+    m->rsize = OMPI_COMM_IS_INTER(comm) ? (uint32_t) ompi_comm_remote_size(comm) : 0;
+    m->local_first = OMPI_COMM_IS_INTER(comm) ? ompi_comm_determine_first_auto(comm) : 1;
     m->cid_base = comm->c_contextid.cid_base;
     m->cid_sub = comm->c_contextid.cid_sub.u64;
     m->epoch = comm->c_epoch;
@@ -926,7 +1009,7 @@ static int ftera_module_enable(mca_coll_base_module_t *module, struct ompi_commu
 
 mca_coll_base_module_t *mca_coll_ftera_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
-    if (!ompi_ftmpi_enabled || !ftera_inited || OMPI_COMM_IS_INTER(comm)) {
+    if (!ompi_ftmpi_enabled || !ftera_inited) {
         return NULL;
     }
     if (ftera_threads) {
