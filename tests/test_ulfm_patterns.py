@@ -25,7 +25,10 @@ import pytest
 
 from ftslide.errors import FtslideError
 from ftslide.jobmgr import cluster as netcluster
-from harness.ulfm_patterns import PATTERNS, SPINNER, Outcome, Pattern, build, busy, run_pattern
+from ftslide.toolchain import mpi
+from harness.ulfm_patterns import (MODULE_SETS, PATTERNS, SPINNER, Outcome, Pattern, build, busy, judge, plan,
+                                   run_pattern)
+from mpiharness import MpiRun, parse_run, run_program
 
 pytestmark = pytest.mark.mpi
 
@@ -49,9 +52,35 @@ def describe(outcome: Outcome) -> str:
             f"{outcome.output}\n{outcome.stacks[-6000:]}")
 
 
+# Issue 36's patterns that meet a known failure of today's build (docs/testing.md, "The ULFM pattern
+# campaign"), not strict: each depends on timing or on the module set, and a fix shows as XPASS.
+# Known failures, by pattern name, or by (pattern name, module set) or (pattern name, "cluster") when only
+# that one fails. Strict: a pass there is news, and fails the test until this table is brought up to date.
+KNOWN_FAILURES = {
+    ("intercomm-agree", "upstream"): pytest.mark.xfail(
+        strict=True, reason="upstream's coll/ftagree cannot agree on an intercommunicator after a failure, and "
+                            "its shrink of one never returns even without a failure (issue 36)"),
+    ("replace-spawnee-dies", "cluster"): pytest.mark.xfail(
+        reason="a replacement dying before the merge: MPI_Intercomm_merge retries its context-id allocation "
+               "for ever (issue 36, not fixed; depends on where the replacement dies, hence not strict)"),
+}
+
+
+def with_known_failures(names, key: str | None = None) -> list:
+    """Pattern names as pytest parameters, marked as KNOWN_FAILURES says (``key``: a module set or "cluster")."""
+    def marks(name: str) -> list:
+        return [mark for k, mark in KNOWN_FAILURES.items() if k == name or k == (name, key)]
+    return [pytest.param(name, marks=marks(name), id=name) for name in names]
+
+
+def patterns_with_modules(names) -> list:
+    """(pattern name, module set) parameters for ours and upstream's, marked as KNOWN_FAILURES says."""
+    return [pytest.param(name, modules, marks=[m for k, m in KNOWN_FAILURES.items() if k in (name, (name, modules))],
+                         id=f"{name}-{modules}") for name in names for modules in ("ours", "upstream")]
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("modules", ["ours", "upstream"])
-@pytest.mark.parametrize("name", list(PATTERNS))
+@pytest.mark.parametrize("name, modules", patterns_with_modules(PATTERNS))
 def test_pattern_survives_seeded_kills(name, modules, mpi_prefix, program):
     """np 4 and 6, seeds 1 and 2 (four runs, each with the kills its seed names): every run ends, right."""
     pattern = PATTERNS[name]
@@ -109,6 +138,76 @@ def test_tutorial_ring_under_load_ends_right(mpi_prefix, program):
     assert not spinners(), "busy processes outlived their runs"
 
 
+def reports_of(run, ranks, key: str) -> dict[int, str | None]:
+    return {rank: run.value(rank, key) for rank in ranks}
+
+
+# Issue 36's replacement, killed inside it: (np, kills, what every original survivor must report:
+# attempts, replacements, survivors). A new process names itself np + its rank in its spawned job.
+REPLACE_RETRIES = [
+    pytest.param(4, {1: "iter=3", 0: "replace=1.spawn"}, ("2", "2", "2"), id="spawn-root-dies"),
+    pytest.param(4, {1: "iter=3", 2: "replace=1.spawn"}, ("2", "2", "2"), id="spawn-member-dies"),
+    pytest.param(4, {1: "iter=3", 2: "replace=1.join"}, ("2", "2", "2"), id="survivor-dies-after-merge"),
+    pytest.param(6, {1: "iter=3", 6: "spawnee=1.1"}, ("2", "1", "5"), id="new-process-dies"),
+]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("np, kills, expected", REPLACE_RETRIES)
+def test_replacement_is_retried_when_a_process_dies_inside_it(np, kills, expected, mpi_prefix, mpi_program):
+    """replace_respawn.c (the tutorials' MPIX_Comm_replace, issue 36) with a rank killed at iteration 3
+    and another process inside the replacement: before MPI_Comm_spawn (the shrunk communicator's root or
+    another member), after the merge, or the new process of the first attempt. Every original survivor
+    ends right, agrees that the replacement took two attempts, and counts the new processes of the
+    second one (the job back at np)."""
+    run = run_program(mpi_prefix, mpi_program("patterns/replace_respawn.c"), np, kill=kills, timeout=120)
+    originals = [rank for rank in range(np) if rank not in kills]
+    assert run.returncode == 0, run.describe()
+    assert set(reports_of(run, originals, "outcome").values()) == {"ok"}, run.describe()
+    attempts, replacements, survivors = expected
+    assert set(reports_of(run, originals, "attempts").values()) == {attempts}, run.describe()
+    assert set(reports_of(run, originals, "replacements").values()) == {replacements}, run.describe()
+    assert set(reports_of(run, originals, "survivors").values()) == {survivors}, run.describe()
+
+
+@pytest.mark.timeout(300)
+def test_blocked_receive_is_released_by_another_threads_revoke(mpi_prefix, mpi_program):
+    """thread_recv_revoke.c (issue 36), np 4: without a failure every listener thread gets its right
+    neighbour's message once all rings finished (all_done=1); with rank 2 killed at iteration 3, the
+    listeners of ranks 0 and 3, blocked on live peers, are released with MPIX_ERR_REVOKED by a revoke
+    another thread called, and rank 1's, blocked on the dead rank 2, with a failure class."""
+    binary = mpi_program("patterns/thread_recv_revoke.c")
+    clean = run_program(mpi_prefix, binary, 4, timeout=120)
+    assert reports_of(clean, range(4), "listener") == dict.fromkeys(range(4), "MPI_SUCCESS"), clean.describe()
+    assert reports_of(clean, range(4), "all_done") == dict.fromkeys(range(4), "1"), clean.describe()
+    assert reports_of(clean, range(4), "outcome") == dict.fromkeys(range(4), "ok"), clean.describe()
+    run = run_program(mpi_prefix, binary, 4, kill={2: "iter=3"}, timeout=120)
+    assert reports_of(run, [0, 1, 3], "outcome") == dict.fromkeys([0, 1, 3], "ok"), run.describe()
+    assert reports_of(run, [0, 3], "listener") == dict.fromkeys([0, 3], "MPIX_ERR_REVOKED"), run.describe()
+    assert run.value(1, "listener") in ("MPIX_ERR_REVOKED", "MPIX_ERR_PROC_FAILED"), run.describe()
+    assert reports_of(run, [0, 1, 3], "all_done") == dict.fromkeys([0, 1, 3], "0"), run.describe()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("modules", ["ours", pytest.param("upstream",
+                                                           marks=KNOWN_FAILURES[("intercomm-agree", "upstream")])])
+def test_intercomm_agree_without_failure(modules, mpi_prefix, program):
+    """intercomm_agree.c (issue 36) at np 4 without a kill: MPIX_Comm_agree on the intercommunicator
+    gives each half the AND of the other half's flags (the low half, ranks 0-1, reads the high half's
+    tag 0x2 and bits 8 + 2, 8 + 3 cleared; the high half the low half's), MPIX_Comm_shrink keeps 2/2,
+    the message, the iagree and the Allreduce across it are right."""
+    pattern = PATTERNS["intercomm-agree"]
+    run = run_program(mpi_prefix, program(pattern), 4, args=pattern.args, timeout=60,
+                      mpirun_options=MODULE_SETS[modules])
+    everyone = range(4)
+    low = (0x2 | 0xffffff00) & ~(1 << 10) & ~(1 << 11)
+    high = (0x1 | 0xffffff00) & ~(1 << 8) & ~(1 << 9)
+    assert reports_of(run, everyone, "outcome") == dict.fromkeys(everyone, "ok"), run.describe()
+    assert reports_of(run, everyone, "agree_flag") == {0: hex(low), 1: hex(low), 2: hex(high), 3: hex(high)}, \
+        run.describe()
+    assert reports_of(run, everyone, "shrunk") == dict.fromkeys(everyone, "2/2"), run.describe()
+
+
 def spinners() -> list[int]:
     """Pids of this process's busy processes (harness.ulfm_patterns.SPINNER) still there."""
     found = []
@@ -147,38 +246,97 @@ def cluster() -> Iterator[netcluster.Cluster]:
             pass
 
 
-# Open MPI 5.0.7's own failure, with either module set and without any kill: a process spawned by
-# a communicator that holds processes of two jobs (the world and an earlier replacement) is not
-# given the connection data of the older job's processes ("Process ... is on host: unknown", PMIx
-# errors in prted/pmix/pmix_server_dyn.c, then an abort). The pattern passes on one node; across
-# nodes the second replacement's first message to the first job fails (docs/testing.md, "The ULFM
-# pattern campaign"). Strict, so that a fixed Open MPI turns this into a failure to read.
-SECOND_SPAWN_ACROSS_NODES = pytest.mark.xfail(
-    strict=True, reason="Open MPI 5.0.7: a second-generation spawn across nodes lacks the first job's modex")
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", with_known_failures(PATTERNS, "cluster"))
+def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
+    """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills; the spawn patterns too
+    (patch prrte/10 fixed spawn across nodes: no retry)."""
+    pattern = PATTERNS[name]
+    outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, 1, "ours", timeout=120, cluster=cluster,
+                          wrap=lambda argv: netcluster.job_argv(cluster, argv),
+                          env=netcluster.launch_environment())
+    assert outcome.ok, describe(outcome)
 
 
-def spawn_went_wrong(outcome: Outcome) -> bool:
-    """The one-generation spawn's own failure across nodes in Open MPI 5.0.7, with either module set
-    (about 1 run in 8): mpirun's PMIx server fails to unpack the spawn's connect data
-    (prted/pmix/pmix_server_dyn.c) and aborts, or the launch hangs inside MPI_Comm_spawn."""
-    return "pmix_server_dyn.c" in outcome.output or (outcome.verdict == "hang" and "MPI_Comm_spawn" in outcome.stacks)
+def run_here_or_across(where: str, request: pytest.FixtureRequest, prefix: Path, binary: Path, np: int,
+                       kill: dict[int, str], timeout: float = 120) -> MpiRun:
+    """``binary`` on ``np`` ranks with the named kills, on one node (``where`` "node") or across this
+    module's emulated cluster ("cluster"); an AssertionError with the stuck processes' stacks when it
+    does not end within ``timeout``."""
+    options: dict = {}
+    env = {"FTSLIDE_KILL": ",".join(f"{rank}@{point}" for rank, point in kill.items())}
+    if where == "cluster":
+        made = request.getfixturevalue("cluster")
+        options["wrap"] = lambda argv: netcluster.job_argv(made, argv)
+        env.update(netcluster.launch_environment())
+    try:
+        result = mpi.run(prefix, ["-np", str(np), str(binary)], timeout=timeout, env=env, stacks_on_timeout=True,
+                         **options)
+    except mpi.MpirunTimeout as exc:
+        raise AssertionError(f"{exc}\n{exc.stdout[-3000:]}\n{exc.stderr[-3000:]}\n{exc.stacks[-6000:]}") from None
+    return parse_run(result.returncode, result.stdout, result.stderr)
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("name", [pytest.param(name, marks=SECOND_SPAWN_ACROSS_NODES) if name == "respawn-twice"
-                                  else name for name in PATTERNS])
-def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program):
-    """np 6 over 4 nodes (TCP between namespaces), our modules, seed 1's kills. `respawn` is run up to
-    three times while it fails the way Open MPI 5.0.7's spawn fails across nodes (spawn_went_wrong);
-    any other failure fails at once."""
-    pattern = PATTERNS[name]
-    for attempt in range(3 if name == "respawn" else 1):
-        outcome = run_pattern(mpi_prefix, program(pattern), pattern, 6, 1, "ours", timeout=120, cluster=cluster,
-                              wrap=lambda argv: netcluster.job_argv(cluster, argv),
-                              env=netcluster.launch_environment())
-        if outcome.ok or not spawn_went_wrong(outcome):
-            break
-    assert outcome.ok, describe(outcome)
+@pytest.mark.parametrize("where", ["node", "cluster"])
+def test_spawn_of_a_missing_program_fails_at_every_survivor(where, request, mpi_prefix, mpi_program):
+    """spawn_missing.c (issue 36): rank 1 is SIGKILLed, the survivors shrink and MPI_Comm_spawn a
+    program that is not there. Every survivor gets an error class back and none hangs; they agree that
+    all of them did, the shrunk communicator still works, a spawn of a real program then succeeds and
+    its process joins an MPI_Allreduce with them, and every survivor returns from MPI_Finalize. np 4 on
+    one node, 6 across the 4-node cluster, 3 runs each. prterun's exit status is not checked: a launch
+    that failed makes it 183, with or without a process failure."""
+    binary = mpi_program("conformance/spawn_missing.c")
+    np = 4 if where == "node" else 6
+    survivors = [rank for rank in range(np) if rank != 1]
+    for _ in range(3):
+        run = run_here_or_across(where, request, mpi_prefix, binary, np, {1: "before_spawn"})
+        assert run.killed == {1: "before_spawn"}, run.describe()
+        spawned = run.values("spawn", survivors)
+        assert all(value not in (None, "MPI_SUCCESS") for value in spawned.values()), run.describe()
+        for key, value in (("size", np - 1), ("agreed", 1), ("sum", np - 1), ("respawn", "MPI_SUCCESS"),
+                           ("merged_sum", np), ("finalized", 1)):
+            assert run.values(key, survivors) == dict.fromkeys(survivors, str(value)), (key, run.describe())
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("where", ["node", "cluster"])
+def test_respawn_with_a_survivor_dying_before_the_spawn_ends(where, request, mpi_prefix, program):
+    """respawn.c (issue 36): rank 3 dies at iteration 4 and rank 1, in the repair, just before its
+    MPI_Comm_spawn (kill point spawn=1). The survivors that already know of that death return
+    MPIX_ERR_PROC_FAILED from the spawn; the root, which does not, went on into the spawn's
+    PMIx_Connect with the new process and waited there for ever for the dead member (before patch
+    pmix/03). Such a death is not repaired: every surviving original now reports the repair's failure
+    with an error class (or, if it ever recovers, the right outcome), and the run ends. np 4 on one
+    node, 6 across the 4-node cluster, 3 runs each."""
+    binary = program(PATTERNS["respawn"])
+    np = 4 if where == "node" else 6
+    kills = {3: "iter=4", 1: "spawn=1"}
+    survivors = [rank for rank in range(np) if rank not in kills]
+    for _ in range(3):
+        run = run_here_or_across(where, request, mpi_prefix, binary, np, kills)
+        assert run.killed == kills, run.describe()
+        for rank in survivors:
+            got = run.reports.get(rank, {})
+            error_class = got.get("repair", "MPI_SUCCESS").split()[0]
+            failed = got.get("why") == "the repair failed" and error_class != "MPI_SUCCESS"
+            assert got.get("outcome") == "ok" or (got.get("outcome") == "wrong" and failed), \
+                (rank, run.describe())
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.xfail(strict=True, reason="Open MPI 5.0.7: MPI_Intercomm_merge with a dead member in the remote group "
+                                       "retries its context-id allocation for ever (ompi_comm_nextcid over the "
+                                       "failing inter-communicator allreduce: 'NBC_Progress: an error 75')")
+def test_respawn_with_the_new_process_dying_before_the_merge_ends(mpi_prefix, program):
+    """respawn.c (issue 36), np 4 on one node: rank 3 dies at iteration 4 and its replacement right
+    after its MPI_Init (kill point spawned, at rank 0 of the spawned job), before the survivors merge
+    with it. Every surviving original (0, 1, 2) must report an outcome and the run end. The runtime
+    now answers the survivors' lookups of the dead process's address (patches prrte/11 and prrte/20)
+    instead of holding them for ever; the merge itself still does not end."""
+    run = run_here_or_across("node", None, mpi_prefix, program(PATTERNS["respawn"]), 4,
+                             {3: "iter=4", 0: "spawned"}, timeout=60)
+    assert set(run.values("outcome", [0, 1, 2]).values()) <= {"ok", "wrong"}, run.describe()
 
 
 @pytest.mark.timeout(600)
@@ -199,6 +357,68 @@ def test_revoke_to_a_peer_never_talked_to_across_nodes(modules, cluster, mpi_pre
         if not outcome.ok or outcome.landed != {1: "iter=10"}:
             bad.append(describe(outcome))
     assert not bad, f"{len(bad)} of 5 runs went wrong; the first:\n{bad[0]}"
+
+
+def ring_reports(ranks, survivors: int) -> dict[int, dict[str, str]]:
+    """What the survivors of a ring run print when all went right (sum: their world ranks)."""
+    return {rank: {"outcome": "ok", "survivors": str(survivors), "sum": str(sum(ranks)), "message_bytes": "8192"}
+            for rank in ranks}
+
+
+def test_judge_a_planned_kill_that_did_not_land_is_missed():
+    """Issue 36: a ring run planned to kill rank 2 at iteration 3 in which nobody died, every rank
+    reporting a clean run of 4, is not ok (before, judge never compared the kills with the plan):
+    "missed", naming the rank and the point. The same run with the kill landed is ok."""
+    ring = PATTERNS["ring"]
+    planned = {2: "iter=3"}
+    verdict, detail = judge(ring, 4, 0, ring_reports(range(4), 4), {}, 8192, planned=planned)
+    assert verdict == "missed" and "rank 2 at iter=3" in detail, detail
+    assert judge(ring, 4, 0, ring_reports([0, 1, 3], 3), planned, 8192, planned=planned) == ("ok", "")
+    # two planned, one landed: still missed, naming only the one that did not land
+    two = {1: "iter=2", 2: "iter=3"}
+    verdict, detail = judge(ring, 4, 0, ring_reports([0, 2, 3], 3), {1: "iter=2"}, 8192, planned=two)
+    assert verdict == "missed" and "rank 2 at iter=3" in detail and "rank 1" not in detail, detail
+
+
+def test_judge_a_kill_that_was_not_planned_is_wrong():
+    """A rank that died at another point than its plan's, or a rank no plan named, makes the run
+    wrong, whatever the survivors say; a survivor's failed check stays wrong and names a missed kill."""
+    ring = PATTERNS["ring"]
+    for landed, words in (({2: "iter=4"}, "rank 2 killed at iter=4, planned at iter=3"),
+                          ({1: "iter=3"}, "rank 1 killed at iter=3, which no plan named")):
+        alive = [rank for rank in range(4) if rank not in landed]
+        verdict, detail = judge(ring, 4, 0, ring_reports(alive, 3), landed, 8192, planned={2: "iter=3"})
+        assert verdict == "wrong" and words in detail, detail
+    reports = ring_reports(range(4), 4)
+    reports[0] = {"outcome": "wrong", "why": "wrong data from the left neighbour"}
+    verdict, detail = judge(ring, 4, 0, reports, {}, 8192, planned={2: "iter=3"})
+    assert verdict == "wrong" and "wrong data" in detail and "rank 2 at iter=3" in detail, detail
+
+
+def test_master_worker_plans_only_a_first_task():
+    """master_worker.c hands a worker its second task only if it answers before the others have
+    taken all the rest, so the only point every worker reaches in every run is task=1: every plan, at
+    every np the campaign takes, kills one worker (never the master) there."""
+    pattern = PATTERNS["master-worker"]
+    for np in range(3, 9):
+        for seed in range(1, 41):
+            kills = plan(pattern, np, seed)
+            assert len(kills) == 1 and 0 not in kills and set(kills.values()) == {"task=1"}, (np, seed, kills)
+            assert all(0 < rank < np for rank in kills)
+
+
+@pytest.mark.timeout(300)
+def test_a_run_whose_kill_point_is_never_reached_is_missed(mpi_prefix, program):
+    """Real runs of the ring (10 iterations, np 4, our modules): planned to kill rank 2 at iteration
+    50, which the program never reaches, the run ends right with nobody killed and is "missed", not
+    ok; the same at iteration 5 kills rank 2 there and is ok."""
+    ring = PATTERNS["ring"]
+    for point, verdict in (("iter=50", "missed"), ("iter=5", "ok")):
+        outcome = run_pattern(mpi_prefix, program(ring), replace(ring, plan=lambda n, rng: {2: point}), 4, 1,
+                              "ours", timeout=120)
+        assert outcome.verdict == verdict, describe(outcome)
+        assert outcome.landed == ({} if verdict == "missed" else {2: point}), describe(outcome)
+        assert verdict == "ok" or f"rank 2 at {point}" in outcome.detail, describe(outcome)
 
 
 CAMPAIGN = Path(__file__).resolve().parents[1] / "bench" / "ulfm_patterns" / "campaign.py"
@@ -229,6 +449,22 @@ def test_campaign_report_pairs_runs_and_a_later_file_replaces_a_run(tmp_path):
     assert row.split()[2] == "0.50"   # the per-run ratio ours/upstream: 0.5 s against 1.0 s
     cell = next(line for line in both.stdout.splitlines() if line.startswith("node "))
     assert cell.split()[:6] == ["node", "ring", "4", "8192", "0", "1.5"]   # bytes, load, load average
+
+
+def test_campaign_report_counts_missed_runs_apart(tmp_path):
+    """A run whose planned kill did not land is counted in a "missed" column of its own, not among the
+    runs that ended right or the wrong ones, and in the per-set summary line."""
+    runs = [asdict(Outcome("ring", 4, seed, "ours", "node", {3: "iter=2"}, landed, verdict, "", 0.5,
+                           message_bytes=8192)) for seed, landed, verdict in
+            ((1, {3: "iter=2"}, "ok"), (2, {}, "missed"), (3, {}, "missed"))]
+    (tmp_path / "runs.json").write_text(json.dumps({"runs": runs}))
+    result = campaign("--report", str(tmp_path / "runs.json"))
+    assert result.returncode == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("where "))
+    cell = next(line for line in result.stdout.splitlines() if line.startswith("node "))
+    assert header.split()[6:] == ["ours", "ok", "hang", "wrong", "missed", "median", "s"], header
+    assert cell.split()[6:] == ["1/3", "0", "0", "2", "0.50"], cell  # ok, hangs, wrong, missed, median s
+    assert "ours: 3 runs, 0 hangs, 0 wrong, 2 missed, 0 errors, 1 of 3 planned kills landed" in result.stdout
 
 
 @pytest.mark.parametrize("args", [["--np", "2"], ["--patterns", "nope"], ["--where", "moon"], ["--runs", "0"],

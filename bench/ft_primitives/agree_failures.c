@@ -9,6 +9,10 @@
  *
  *     agree_failures np=N k=K us=.. rc=MPIX_ERR_PROC_FAILED
  *
+ * then "agree_failures finalized=1" once MPI_Finalize has returned
+ * (finalize_guard.h: a finalize longer than FINALIZE_GRACE_S seconds ends the
+ * process instead).
+ *
  * Usage: agree_failures K
  */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +23,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "finalize_guard.h"
 
 static double now_us(void)
 {
@@ -72,6 +78,6 @@ int main(int argc, char **argv)
     }
     MPI_Comm_free(&shrunk);
     MPI_Comm_free(&comm);
-    MPI_Finalize();
+    finalize_within_grace("agree_failures", shrunk_rank == 0);
     return 0;
 }

@@ -5,7 +5,8 @@
 
 One measurement per mpirun (the victims die); each (np, failures, module set) is run --runs times, the
 module sets interleaved run by run, and the median is printed with its ratio to the first set. The time
-includes the runtime's report of the deaths, which dominates it.
+includes the runtime's report of the deaths, which dominates it. Module sets, their prefixes (``release``:
+upstream's release) and the transports are those of run.py.
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ftslide.toolchain import mpi  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
-from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
-from run import MODULE_SETS  # noqa: E402
+from run import MODULE_SETS, TRANSPORTS, prefixes, programs  # noqa: E402
 
 SOURCE = Path(__file__).with_name("agree_failures.c")
 LINE = re.compile(r"agree_failures np=(\d+) k=(\d+) us=([\d.]+) rc=(\S+) survivors=(\d+)")
 
 
 def measure(prefix: Path, binary: Path, np: int, k: int, mca: list[str]) -> float:
-    result = mpi.run(prefix, [*mca, "-np", str(np), str(binary), str(k)], timeout=120)
+    result = mpi.run(prefix, [*TRANSPORTS, *mca, "-np", str(np), str(binary), str(k)], timeout=120)
     match = LINE.search(result.stdout)
     if match is None or match[4] != "MPIX_ERR_PROC_FAILED" or int(match[5]) != np - k:
-        raise FtslideError(f"np {np} k {k} with {' '.join(mca)}: unexpected result (exit {result.returncode}): "
-                           f"{result.stdout.strip()[-300:]} {result.stderr.strip()[-300:]}")
+        raise FtslideError(f"np {np} k {k} with {' '.join(mca) or 'no option'} on {prefix}: unexpected result "
+                           f"(exit {result.returncode}): {result.stdout.strip()[-300:]} {result.stderr.strip()[-300:]}")
+    if "agree_failures finalized=1" not in result.stdout:  # finalize_guard.h ended a hung MPI_Finalize
+        print(f"  np {np} k {k} on {prefix}: MPI_Finalize hung and was ended (the measurement counts)",
+              file=sys.stderr, flush=True)
     return float(match[3])
 
 
@@ -54,8 +57,8 @@ def main() -> int:
             raise FtslideError(f"unknown module set {unknown[0]!r} (known: {', '.join(MODULE_SETS)})")
         if any(k < 1 for k in failures) or any(n < 3 for n in counts):
             raise FtslideError("--failures takes counts of at least 1 and --np counts of at least 3")
-        prefix = require_prefix()
-        binary = mpi.compile_program(prefix, [SOURCE], flags=("-O2",))
+        prefix_of = prefixes(modules)
+        binary_of = programs(SOURCE, prefix_of)
         rows = []
         for np in counts:
             for k in failures:
@@ -64,7 +67,7 @@ def main() -> int:
                 samples: dict[str, list[float]] = {m: [] for m in modules}
                 for _ in range(args.runs):
                     for m in modules:
-                        samples[m].append(measure(prefix, binary, np, k, MODULE_SETS[m]))
+                        samples[m].append(measure(prefix_of[m], binary_of[m], np, k, MODULE_SETS[m]))
                 base = statistics.median(samples[modules[0]])
                 for m in modules:
                     med = statistics.median(samples[m])

@@ -10,9 +10,11 @@
  *           communicator; revoke of communicators created before the failure).
  *
  * OP is agree, iagree, shrink, ishrink (MPIX_Comm_ishrink, patch ompi/09, then
- * MPI_Wait), revoke, or detect: the failure detection alone (first, later: a
- * receive from the victim, until it fails with MPIX_ERR_PROC_FAILED; before: a
- * barrier), the reference for the first calls. A call's time is that of the
+ * MPI_Wait; built with an Open MPI that lacks it, such as upstream's 5.0.11,
+ * the program refuses ishrink with one line and exit status 2), revoke, or
+ * detect: the failure detection alone (first, later: a receive from the
+ * victim, until it fails with MPIX_ERR_PROC_FAILED; before: a barrier), the
+ * reference for the first calls. A call's time is that of the
  * slowest rank (survivors after the failure), from a common start (the end of a
  * barrier; revoke: the origin's revoke call, CLOCK_MONOTONIC is shared on one
  * machine) to its return (revoke: to the last rank's receive ending with
@@ -32,7 +34,9 @@
  *   ft_phases op=OP np=N phase=P us=.. q1=.. q3=.. inst=.. minmax=.. fallbacks=.. proc_failed=..
  *       agree_us=.. detect_us=.. rbmsgs=..
  *
- * (us: median over the phase's calls; q1/q3 its quartiles; one line per phase).
+ * (us: median over the phase's calls; q1/q3 its quartiles; one line per phase),
+ * then "ft_phases finalized=1" once MPI_Finalize has returned (finalize_guard.h:
+ * a finalize longer than FINALIZE_GRACE_S seconds ends the process instead).
  * Usage: ft_phases agree|iagree|shrink|ishrink|revoke|detect [ITER [VICTIM]]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "finalize_guard.h"
 #include "ftslide_pvar.h"
 
 enum op { AGREE, IAGREE, SHRINK, ISHRINK, REVOKE, DETECT };
@@ -109,8 +114,12 @@ static void call(enum op op, MPI_Comm comm)
         break;
     case SHRINK: rc = MPIX_Comm_shrink(comm, &shrunk); break;
     case ISHRINK:
+#ifdef OMPI_HAVE_MPIX_COMM_ISHRINK
         rc = MPIX_Comm_ishrink(comm, &shrunk, &req);
         if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+#else
+        rc = MPI_ERR_UNSUPPORTED_OPERATION; /* refused in main() */
+#endif
         break;
     case DETECT: { /* a receive from the victim: ends when its failure is reported (before: a barrier) */
         int value;
@@ -209,6 +218,16 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+#ifndef OMPI_HAVE_MPIX_COMM_ISHRINK
+    if (op == ISHRINK) {
+        if (rank == 0) {
+            fprintf(stderr, "ft_phases: ishrink: this MPI has no MPIX_Comm_ishrink (ftslide's patch ompi/09 adds "
+                            "it to Open MPI 5.0.7)\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+#endif
     /* MPI_T only when asked (FT_PHASES_COUNTERS set): with pvar sessions open, the failure was reported
      * sooner to some module sets than to others, so the timed runs go without */
     for (int i = 0; i < NCOUNTERS && getenv("FT_PHASES_COUNTERS"); i++) {
@@ -315,7 +334,6 @@ int main(int argc, char **argv)
     read_counters(c1);
     for (int i = 0; i < NCOUNTERS; i++) delta[i] = c1[i] - c0[i];
     report(alive, op, size, "later", times, iterations, delta);
-    (void)arank;
 
     for (int i = 0; i < NCOUNTERS; i++) {
         if (have[i]) ftslide_pvar_close(&counters[i]);
@@ -327,6 +345,6 @@ int main(int argc, char **argv)
     free(times);
     MPI_Comm_free(&alive);
     MPI_Comm_free(&comm);
-    MPI_Finalize();
+    finalize_within_grace("ft_phases", arank == 0);
     return 0;
 }

@@ -9,7 +9,8 @@
  * MPIX_ERR_REVOKED, measured with CLOCK_MONOTONIC, which all processes on one
  * machine share. msgs_per_revoke: messages all ranks handed to the BTL for the
  * revokes (MPI_T counters of ours and of upstream's reliable broadcast, patch
- * 0008), divided by the number of revokes.
+ * 0008), divided by the number of revokes; -1 where neither counter exists (an
+ * Open MPI without our patches, such as upstream's release).
  *
  * Usage: ft_primitives [ITERATIONS [REVOKES]]; rank 0 prints one line
  *     ft_primitives np=N agree_us=.. allreduce_us=.. revoke_us=.. shrink_us=.. msgs_per_revoke=..
@@ -117,7 +118,7 @@ static double time_revoke(int repetitions, double *messages)
     /* a rank forwards inside the progress call that ends its wait: its count is complete */
     double mine = (double)(rbcast_messages(o, u) - before), total = 0;
     MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    *messages = total / repetitions;
+    *messages = o || u ? total / repetitions : -1;
     if (o) {
         ftslide_pvar_close(o);
     }

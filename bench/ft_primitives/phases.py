@@ -5,16 +5,24 @@
                                          [--modules upstream,ours] [--repeat 9] [--iterations 20]
                                          [--victim 0] [--breakdown-runs 3] [--bind] [--control]
                                          [--raw FILE.json]
+    python bench/ft_primitives/phases.py --modules release,ours   # ours against upstream's newest release
 
 For every repetition, np and operation, one mpirun per module set, the sets interleaved run by run
 (their order alternates between repetitions), so that the machine's load hits them alike. Each run
 times, at the slowest rank: ITER calls before any failure (their median), the first call after the
 victim SIGKILLed itself (one value: it includes the discovery of the failure) and ITER later calls with
-the dead rank still a member (their median). Printed: the median over the repetitions with its
+the dead rank still a member (their median); the launch and MPI_Init are outside every timing. Module sets
+are run.py's, on their prefixes: ``release`` is upstream's newest release (Open MPI 5.0.11 from the Python
+registry, tests/harness/ompi_release.py), the program compiled with its mpicc and run with its mpirun; it
+has no MPIX_Comm_ishrink, so ishrink is skipped for it (said in a note; its cells print "-"), and no MPI_T
+counters of ours, so it has no breakdown runs. Every set runs on the same transports (run.py's TRANSPORTS:
+pml ob1, BTLs self, sm, tcp). Printed: the median over the repetitions with its
 quartiles, the ratio of the medians to the first module set with a 90 % bootstrap interval (the
 repetitions resampled as pairs, since both sets of one repetition ran back to back) and a verdict against
 the 1.0 target ("met": ratio <= 1.0; "noise": above 1.0 but the interval reaches below it; "over": the
-whole interval above 1.0); with --control the baseline also runs a second time as a set of its own, whose
+whole interval above 1.0), and the ratios of the pairs themselves (each repetition's run against the
+baseline's run of the same repetition): their median and their min-max;
+with --control the baseline also runs a second time as a set of its own, whose
 ratio to the baseline (nothing differs but the runs) shows how far this machine moves a ratio by itself; and a
 breakdown from MPI_T counters, read in
 --breakdown-runs more runs (the timed runs do not open MPI_T: with pvar sessions open, failures were reported
@@ -39,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ftslide.toolchain import mpi  # noqa: E402
-from ftslide.toolchain.ompi import require_prefix  # noqa: E402
 from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
-from run import MODULE_SETS  # noqa: E402
+from run import MODULE_SETS, RELEASE, TRANSPORTS, prefixes, programs  # noqa: E402
+from harness import ompi_release  # noqa: E402  (tests/ is on the path through run)
 
 SOURCE = Path(__file__).with_name("ft_phases.c")
 OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
@@ -50,6 +58,11 @@ OPS = ("agree", "iagree", "shrink", "ishrink", "revoke", "detect")
 # for the first calls, whose time it dominates.
 DEFAULT_OPS = ("detect", "agree", "iagree", "shrink", "ishrink", "revoke")
 PHASES = ("before", "first", "later")
+# operations upstream's release cannot run, and what it lacks for them
+RELEASE_LACKS = {"ishrink": "MPIX_Comm_ishrink (ours: patch ompi/09)"}
+# finalize_guard.h: seconds a program gives MPI_Finalize before it ends itself
+FINALIZE_GRACE_S = int(re.search(r"#define FINALIZE_GRACE_S (\d+)",
+                                 SOURCE.with_name("finalize_guard.h").read_text())[1])
 COUNTERS = ("inst", "minmax", "fallbacks", "proc_failed", "agree_us", "detect_us", "rbmsgs")
 # --bind: two processes per core, each bound to its core, instead of letting the scheduler place them (which
 # process shares the core of a revoke's origin, or of a tree's root, then changes from run to run)
@@ -83,6 +96,14 @@ def ratio_interval(base: list[float], other: list[float], level: float = 0.90, r
     return ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
 
 
+def paired_ratios(base: list[float], other: list[float]) -> str:
+    """The ratios other / base of the runs of one repetition: their median and min-max."""
+    ratios = [o / b for b, o in zip(base, other) if b > 0]
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
+
+
 def verdict(ratio: float, low: float) -> str:
     """The ratio of medians against the 1.0 target, with the interval's lower end."""
     if ratio <= 1.0:
@@ -91,9 +112,11 @@ def verdict(ratio: float, low: float) -> str:
 
 
 def measure(prefix: Path, binary: Path, np: int, op: str, mca: list[str], iterations: int,
-            victim: int, counters: bool = False) -> dict[str, dict[str, float]]:
-    args = [*mca, *(["-x", "FT_PHASES_COUNTERS=1"] if counters else []), "-np", str(np), str(binary), op,
-            str(iterations), str(victim)]
+            victim: int, counters: bool = False) -> tuple[dict[str, dict[str, float]], bool]:
+    """The values of each phase of one run, and whether its MPI_Finalize returned (a finalize that hung
+    was ended by the program after FINALIZE_GRACE_S, finalize_guard.h; its values count all the same)."""
+    args = [*TRANSPORTS, *mca, *(["-x", "FT_PHASES_COUNTERS=1"] if counters else []), "-np", str(np),
+            str(binary), op, str(iterations), str(victim)]
     result = mpi.run(prefix, args, timeout=300)
     got = {}
     for m in LINE.finditer(result.stdout):
@@ -102,9 +125,9 @@ def measure(prefix: Path, binary: Path, np: int, op: str, mca: list[str], iterat
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         tail = next((line for line in lines if "ft_phases" in line or "MPI_ERR" in line),
                     lines[-1] if lines else "no output")
-        raise FtslideError(f"{op} at np {np} with {' '.join(mca) or 'defaults'} failed "
+        raise FtslideError(f"{op} at np {np} with {' '.join(mca) or 'defaults'} on {prefix} failed "
                            f"(exit {result.returncode}): {tail}")
-    return got
+    return got, "ft_phases finalized=1" in result.stdout
 
 
 def load() -> str:
@@ -154,10 +177,17 @@ def main() -> int:
         print(f"phases.py: error: unknown module set {unknown[0]!r}: choose from {', '.join(MODULE_SETS)}",
               file=sys.stderr)
         return 2
-    mca_of = {name: MODULE_SETS[name] for name in sets}
+    if len(set(sets)) != len(sets):
+        print(f"phases.py: error: a module set is named twice in {args.modules!r}", file=sys.stderr)
+        return 2
+    kind_of = {name: name for name in sets}  # the module set a set runs (the control set: the baseline's)
     if args.control:
         sets.append(f"{sets[0]}-again")
-        mca_of[sets[-1]] = MODULE_SETS[sets[0]]
+        kind_of[sets[-1]] = sets[0]
+    mca_of = {name: MODULE_SETS[kind] for name, kind in kind_of.items()}
+
+    def runs_op(name: str, op: str) -> bool:
+        return not (kind_of[name] == RELEASE and op in RELEASE_LACKS)
     if args.repeat < 1 or args.iterations < 1 or args.breakdown_runs < 0:
         print("phases.py: error: --repeat and --iterations take counts of at least 1, --breakdown-runs of at least 0",
               file=sys.stderr)
@@ -166,10 +196,17 @@ def main() -> int:
         print(f"phases.py: error: --victim must be a rank of every np (got {args.victim})", file=sys.stderr)
         return 2
     placement = BIND if args.bind else []
+    notes = [f"{name}: {op} skipped, upstream's release has no {RELEASE_LACKS[op]}"
+             for name in sets for op in ops if not runs_op(name, op)]
+    for note in notes:
+        print(f"phases.py: {note}", file=sys.stderr, flush=True)
     start_load = load()
     try:
-        prefix = require_prefix()
-        binary = mpi.compile_program(prefix, [SOURCE])
+        kinds = list(dict.fromkeys(kind_of.values()))
+        prefix_of = {name: p for kind, p in prefixes(kinds).items() for name in sets if kind_of[name] == kind}
+        binary_of = programs(SOURCE, prefix_of)
+
+        finalize_hangs = {name: [0, 0] for name in sets}  # runs whose MPI_Finalize hung, runs
 
         def sweep(repeat: int, counters: bool) -> dict[tuple[int, str, str], list[dict[str, dict[str, float]]]]:
             """repeat runs of every np, operation and set, the sets' order alternating between repetitions"""
@@ -179,9 +216,18 @@ def main() -> int:
                 for np in counts:
                     for op in ops:
                         for name in order:
-                            got.setdefault((np, op, name), []).append(
-                                measure(prefix, binary, np, op, [*placement, *mca_of[name]], args.iterations,
-                                        args.victim, counters=counters))
+                            # the release has none of our MPI_T counters: no breakdown runs for it
+                            if not runs_op(name, op) or (counters and kind_of[name] == RELEASE):
+                                continue
+                            values, finalized = measure(prefix_of[name], binary_of[name], np, op,
+                                                        [*placement, *mca_of[name]], args.iterations,
+                                                        args.victim, counters=counters)
+                            got.setdefault((np, op, name), []).append(values)
+                            finalize_hangs[name][0] += not finalized
+                            finalize_hangs[name][1] += 1
+                            if not finalized:
+                                print(f"  {op} np {np} {name}: MPI_Finalize hung, ended after "
+                                      f"{FINALIZE_GRACE_S} s", file=sys.stderr, flush=True)
                 if not counters:
                     print(f"repetition {rep + 1}/{repeat} done (load {load()})", file=sys.stderr, flush=True)
             return got
@@ -200,17 +246,23 @@ def main() -> int:
     for np in counts:
         for op in ops:
             for phase in PHASES:
-                base_values = [r[phase]["us"] for r in runs[(np, op, sets[0])]]
-                base = statistics.median(base_values)
+                base_values = [r[phase]["us"] for r in runs.get((np, op, sets[0]), [])]
+                base = statistics.median(base_values) if base_values else None
                 row = [np, op, phase]
                 for name in sets:
-                    values = [r[phase]["us"] for r in runs[(np, op, name)]]
+                    values = [r[phase]["us"] for r in runs.get((np, op, name), [])]
+                    if not values:  # an operation the set cannot run (RELEASE_LACKS)
+                        row += ["-"] if name == sets[0] else ["-"] * 5
+                        continue
                     q1, med, q3 = quartiles(values)
                     row += [f"{med:.1f} [{q1:.1f}-{q3:.1f}]"]
-                    if name != sets[0]:
+                    if name != sets[0] and not base:
+                        row += ["-"] * 4
+                    elif name != sets[0]:
                         ratio = med / base
                         low, high = ratio_interval(base_values, values)
-                        row += [f"{ratio:.2f}x", f"{low:.2f}-{high:.2f}", verdict(ratio, low)]
+                        row += [f"{ratio:.2f}x", f"{low:.2f}-{high:.2f}", verdict(ratio, low),
+                                paired_ratios(base_values, values)]
                     with_counters = counted.get((np, op, name))
                     if not with_counters:
                         continue
@@ -220,18 +272,30 @@ def main() -> int:
                 rows.append(row)
     header = ["np", "op", "phase", f"{sets[0]} us [q1-q3]"]
     for name in sets[1:]:
-        header += [f"{name} us [q1-q3]", f"{name}/{sets[0]}", "90% interval", "vs 1.0"]
+        header += [f"{name} us [q1-q3]", f"{name}/{sets[0]}", "90% interval", "vs 1.0", "pairs: median [min-max]"]
     print_table(header, rows)
-    print(f"slowest rank per call; before/later: median of {args.iterations} calls per run; first: one call per "
-          f"run; medians and quartiles over {args.repeat} runs, module sets interleaved; victim rank "
-          f"{args.victim}; np oversubscribed on {os.cpu_count()} cores"
-          f"{', two processes bound to each core' if args.bind else ''}; load average {start_load} at the start, "
-          f"{end_load} at the end")
+    print(f"slowest rank per call, launch and MPI_Init excluded; before/later: median of {args.iterations} calls "
+          f"per run; first: one call per run; medians and quartiles over {args.repeat} runs, module sets "
+          f"interleaved (order alternating); pairs: the ratios of the {args.repeat} runs to the baseline's run of "
+          f"the same repetition; victim rank {args.victim}; np oversubscribed on {os.cpu_count()} cores"
+          f"{', two processes bound to each core' if args.bind else ''}; every set on pml ob1 with the self, sm "
+          f"and tcp BTLs; load average {start_load} at the start, {end_load} at the end")
+    if RELEASE in kind_of.values():
+        print(f"{RELEASE}: upstream's Open MPI {ompi_release.VERSION} from the Python registry "
+              f"({prefix_of[next(n for n in sets if kind_of[n] == RELEASE)]}), its own agreement and revoke")
+    for note in notes:
+        print(note)
+    for name, (hung, total) in finalize_hangs.items():
+        if hung:
+            print(f"{name}: MPI_Finalize hung in {hung} of {total} runs (its measurements were printed before; the "
+                  f"program ended it after {FINALIZE_GRACE_S} s: upstream's final fence over the whole job, dead "
+                  "rank included; our patch ompi/01 fences with the survivors)")
     print()
     print_table(["np", "op", "phase", "modules", "our agreements/call", "of them MAX/MIN", "handed on/call",
                  "PROC_FAILED/call", "in our agreement us", "failure wait us", "rbcast msgs/call"], breakdown)
     print(f"per call, max over ranks (rbcast msgs: sum over ranks), median over {args.breakdown_runs} more runs "
-          "with the MPI_T counters read; '-': counter absent (module set without coll/ftera)")
+          "with the MPI_T counters read; '-': counter absent (module set without coll/ftera)"
+          + ("; none for the release, which has none of these counters" if RELEASE in kind_of.values() else ""))
     return 0
 
 

@@ -28,11 +28,13 @@ program sends its own size. ``--load`` runs N busy processes (CPU spinners) besi
 before it and killed after it, also on ^C or a timeout; each run records N and the 1-minute load
 average at its start.
 
-The table gives, per cell and module set, the runs, hangs, wrong results, errors and the median time
-of a run (mpirun start to end), the cell's median load average, and per other module set the ratio
-of the first set's median to its; and per pattern the median of the per-run ratios (each run against
-the same run with the other set). The JSON has every run, with the stacks of hung ones. Exit status
-1 when a run with our modules hung, went wrong or failed; 2 on bad input. A campaign stopped by ^C or
+The table gives, per cell and module set, the runs that ended right, hangs, wrong results and errors
+(one column), missed runs (every check passed but a planned kill did not land: the run never had the
+failure it was drawn for) and the median time of a run (mpirun start to end, runs that ended right or
+wrong), the cell's median load average, and per other module set the ratio of the first set's median
+to its; and per pattern the median of the per-run ratios (each run against the same run with the
+other set). The JSON has every run, with the stacks of hung ones. Exit status 1 when a run with our
+modules hung, went wrong, missed a kill or failed; 2 on bad input. A campaign stopped by ^C or
 SIGTERM reports the runs it finished (and writes them to --json) and exits 130. ``--report`` runs
 nothing: it prints the tables of saved campaigns (older files without message sizes or loads read
 as the programs' own sizes and no load), a run of a later file replacing the same run (place,
@@ -61,16 +63,18 @@ from ftslide.errors import FtslideError  # noqa: E402
 from ftslide.jobmgr import cluster as netcluster  # noqa: E402
 from ftslide.ui.table import print_table  # noqa: E402
 from harness import ompi_release  # noqa: E402
-from harness.ulfm_patterns import (MODULE_SETS, PATTERNS, RELEASE, Outcome, Pattern, build,  # noqa: E402
-                                   message_problem, message_size, run_pattern)
+from harness.ulfm_patterns import (MODULE_SETS, PATTERNS, RELEASE, VERDICTS, Outcome, Pattern,  # noqa: E402
+                                   build, message_problem, message_size, run_pattern)
 
-VERDICTS = ("ok", "wrong", "hang", "error")
 MAX_LOAD = 64
+# The runs whose time counts: they ended, with the failures they were drawn for (a missed run did
+# not have them, a hung or failed one did not end as a run).
+TIMED = ("ok", "wrong")
 
 
 def cell_summary(outcomes: list[Outcome]) -> dict[str, float | int]:
     count = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in VERDICTS}
-    finished = [o.seconds for o in outcomes if o.verdict in ("ok", "wrong")]
+    finished = [o.seconds for o in outcomes if o.verdict in TIMED]
     return {"runs": len(outcomes), **count, "median_s": statistics.median(finished) if finished else float("nan")}
 
 
@@ -267,14 +271,14 @@ def report(outcomes: list[Outcome], json_path: Path | None) -> None:
         row = [where, pattern, np, "-" if size is None else size, load, "-" if loadavg is None else f"{loadavg:.1f}"]
         for m in modules:
             s = summary[m]
-            row += [f"{s['ok']}/{s['runs']}", s["hang"], s["wrong"] + s["error"], f"{s['median_s']:.2f}"]
+            row += [f"{s['ok']}/{s['runs']}", s["hang"], s["wrong"] + s["error"], s["missed"], f"{s['median_s']:.2f}"]
         for m in others:
             a, b = summary[modules[0]]["median_s"], summary[m]["median_s"]
             row.append(f"{a / b:.2f}" if b == b and a == a and b > 0 else "-")
         rows.append(row)
     header = ["where", "pattern", "np", "bytes", "load", "loadavg"]
     for m in modules:
-        header += [f"{m} ok", "hang", "wrong", "median s"]
+        header += [f"{m} ok", "hang", "wrong", "missed", "median s"]
     header += [f"{modules[0]}/{m}" for m in others]
     print_table(header, rows)
     patterns = present("pattern", list(PATTERNS))
@@ -284,9 +288,9 @@ def report(outcomes: list[Outcome], json_path: Path | None) -> None:
         pair_rows = []
         for pattern in patterns:
             first = {key(o) + (o.seed,): o for o in outcomes if o.pattern == pattern
-                     and o.modules == modules[0] and o.verdict in ("ok", "wrong")}
+                     and o.modules == modules[0] and o.verdict in TIMED}
             ratios = sorted(first[key(o) + (o.seed,)].seconds / o.seconds for o in outcomes
-                            if o.pattern == pattern and o.modules == other and o.verdict in ("ok", "wrong")
+                            if o.pattern == pattern and o.modules == other and o.verdict in TIMED
                             and key(o) + (o.seed,) in first and o.seconds > 0)
             if ratios:
                 q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
@@ -295,9 +299,11 @@ def report(outcomes: list[Outcome], json_path: Path | None) -> None:
         print_table(["pattern", "pairs", f"{modules[0]}/{other} per run, median", "quartiles"], pair_rows)
     for m in modules:
         mine = [o for o in outcomes if o.modules == m]
+        landed = sum(o.landed.get(rank) == point for o in mine for rank, point in o.kills.items())
         print(f"{m}: {len(mine)} runs, {sum(o.verdict == 'hang' for o in mine)} hangs, "
-              f"{sum(o.verdict == 'wrong' for o in mine)} wrong, {sum(o.verdict == 'error' for o in mine)} errors, "
-              f"{sum(len(o.landed) for o in mine)} of {sum(len(o.kills) for o in mine)} planned kills landed")
+              f"{sum(o.verdict == 'wrong' for o in mine)} wrong, {sum(o.verdict == 'missed' for o in mine)} missed, "
+              f"{sum(o.verdict == 'error' for o in mine)} errors, "
+              f"{landed} of {sum(len(o.kills) for o in mine)} planned kills landed")
     if json_path:
         json_path.write_text(json.dumps({"cells": cells, "runs": [asdict(o) for o in outcomes]}, indent=1))
 

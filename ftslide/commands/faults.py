@@ -24,8 +24,8 @@ __all__ = ["NAME", "HELP", "add_arguments", "run"]
 NAME = "faults"
 HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil with SIGKILLs at every phase "
         "(iterations, checkpoints, each step of a recovery, a spare's promotion, more failures than "
-        "spares); reports per run where the kills landed, whether it recovered with the failure-free "
-        "checksum, hangs (with stacks) and leftovers")
+        "spares); reports per run where the kills landed (a run where a planned kill did not is "
+        "'missed'), whether it recovered with the failure-free checksum, hangs (with stacks) and leftovers")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
                       len(r.leftovers) or "-"] for r in records])
         s = report["summary"]
         print(f"\n{s['runs']} runs: {s['recovered']} recovered, {s['out_of_spares']} out of spares, "
-              f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['hangs']} hangs, "
-              f"{s['wrong_checksums']} wrong checksums, {s['errors']} errors, {s['leftovers']} with leftovers; "
+              f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['missed']} missed a planned kill, "
+              f"{s['hangs']} hangs, {s['wrong_checksums']} wrong checksums, {s['errors']} errors, "
+              f"{s['leftovers']} with leftovers; "
               f"{s['ok']} as they should be ((!) marks the others); {s['kills_landed']} of {s['kills_planned']} "
               "planned kills landed")
         for r in records:

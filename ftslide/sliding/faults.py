@@ -1,23 +1,28 @@
 """Seeded fault-injection campaigns over the sliding runtime's phases (``ftslide faults``).
 
 A campaign runs the resilient Jacobi example (``sliding/examples/jacobi3d.c``) many times, each run
-with SIGKILLs at named kill points drawn from a seed, and checks every run: it recovered with the
-failure-free checksum, or it stopped with the runtime's out-of-spares error exactly when the method
-cannot absorb the failures that landed, or with the checkpoint-lost error exactly when two buddy
-ranks (whose in-memory checkpoints hold each other's copy) died before the next commit; it did not hang (a hang is reported with the stacks of the stuck
-processes); it left nothing behind (processes of the run, shared-memory segments, session folders).
+with SIGKILLs at named kill points drawn from a seed, and checks every run: every planned kill landed
+and no other (else the run is ``missed``, or an error); it recovered with the failure-free checksum,
+or it stopped with the runtime's out-of-spares error exactly when the method cannot absorb the
+failures that landed, or with the checkpoint-lost error exactly when two buddy ranks (whose in-memory
+checkpoints hold each other's copy) died before the next commit; it did not hang (a hang is reported
+with the stacks of the stuck processes); it left nothing behind (processes of the run, shared-memory
+segments, session folders). The plans name only points a run reaches whatever its timing.
 
 Phases (where the kill that matters lands; every run also has a first failure at an iteration so
 that a recovery happens, except where the phase is that first failure):
 
 - ``iteration``: one node holding a rank dies at the start of a random iteration;
-- ``simultaneous``: two nodes holding ranks die at the same iteration;
+- ``simultaneous``: two nodes holding ranks die at the same iteration, each keeping its rank under the
+  method's map after the other's failure (either may be recovered first and the other have to get
+  back to the iteration); a single one where no such pair exists;
 - ``checkpoint``: a node holding a rank dies inside a checkpoint (copies exchanged, not committed);
 - ``waiting``: a spare node dies while it waits, and a worker dies at an iteration;
 - ``recovery_start`` ... ``recovery_commit``: a worker dies at an iteration, and another process
   (worker or spare, drawn at random) dies at that step of the recovery that follows;
 - ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
-- ``exhaust``: more nodes die, one after another, than there are spares (workers first).
+- ``exhaust``: nodes holding ranks die in stages that the run takes one after the other, until one
+  more than the spares (or the first failure the method cannot place) has died (``exhaust_kills``).
 
 With ``ranks_per_node`` K > 1 every node runs K processes (a block of the rank grid) and every kill
 takes all K processes of the victim's node at once (``sliding_killpoint``: the first of them to reach
@@ -32,11 +37,12 @@ mpirun and is never a victim (losing it ends any job).
 Errors and cost: ``check`` raises FtslideError for a campaign that cannot run, before anything
 starts; ``run_campaign`` raises it when the failure-free run fails and costs one ``mpirun`` per run
 (seconds each, up to ``timeout`` for a hang). ``plan``, ``judge`` and the helpers cost a few maps of
-the core; the leftover checks read ``/proc`` (O(processes)).
+the core (an ``exhaust`` plan up to MAP_BUDGET); the leftover checks read ``/proc`` (O(processes)).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import re
@@ -44,17 +50,17 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..toolchain import mpi
 from ..errors import FtslideError
 from . import runtime as stencil
 from . import core
-from .core import SlideError, compute_map, make_layout
+from .core import SlideError, compute_map, make_block, make_layout
 
-__all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan", "holding_rank",
-           "absorbable", "buddies_lost", "runtime_files", "in_use", "leftovers", "judge", "killed_in",
-           "run_campaign", "summary", "as_json"]
+__all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan", "halo_diameter", "exhaust_kills",
+           "stage_check", "holds_rank", "absorbable", "buddies_lost", "buddies_among", "runtime_files", "in_use",
+           "leftovers", "missed_kills", "unplanned_kills", "judge", "killed_in", "run_campaign", "summary", "as_json"]
 
 
 def phases() -> tuple[str, ...]:
@@ -108,7 +114,7 @@ class RunRecord:
     method: str
     kills: list[tuple[int, str]]               # (node, point) planned
     landed: dict[int, str] = field(default_factory=dict)   # node -> point where it died
-    outcome: str = ""  # recovered | out-of-spares | data-lost | hang | wrong-checksum | error
+    outcome: str = ""  # recovered | out-of-spares | data-lost | missed | hang | wrong-checksum | error
     ok: bool = False
     detail: str = ""
     recoveries: int = 0
@@ -158,7 +164,11 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
     others = [n for n in range(layout.nodes) if n != first and n not in spared]
     point = stencil.Point
     if phase == "simultaneous":
-        kills.append((rng.choice([w for w in workers if w != first]), stencil.iteration_point(iteration)))
+        # either may be recovered first and the other go back to its iteration: it must keep its rank
+        pair = [w for w in workers if w != first and holds_rank(layout, method, w, [first])
+                and holds_rank(layout, method, first, [w])]
+        if pair:
+            kills.append((rng.choice(pair), stencil.iteration_point(iteration)))
     elif phase == point.CHECKPOINT.label:
         kills = [(first, phase)]
     elif phase == point.WAITING.label:
@@ -172,33 +182,146 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
         if promoted:
             kills.append((rng.choice(promoted), phase))
     elif phase in stencil.runtime_points():  # a step of the recovery that the first kill starts
-        kills.append((rng.choice(others), phase))
+        # the steps after the map only come when the method places the first failure
+        before_map = (point.RECOVERY_START.label, point.RECOVERY_AGREE.label, point.RECOVERY_MAP.label)
+        if phase in before_map or absorbable(layout, method, [first]):
+            kills.append((rng.choice(others), phase))
     elif phase == "exhaust":
-        victims = [first]  # one more failure than spares; workers first, spares once none is left
-        for _ in range(layout.nodes - len(layout.initial_map())):
-            pool = [w for w in workers if w not in victims] or [n for n in others if n not in victims]
-            victims.append(rng.choice(pool))
-        span = range(1, last + 1)
-        steps = sorted(rng.sample(span, len(victims)) if len(victims) <= len(span) else
-                       rng.choices(span, k=len(victims)))
-        kills = holding_rank(layout, method, list(zip(victims, steps)))
+        diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block))
+        kills = exhaust_kills(layout, method, rng, first, [n for n in range(layout.nodes) if n not in spared],
+                              last, campaign.checkpoint_every, diameter)
     return phase, method, kills
 
 
-def holding_rank(layout, method: str, kills: list[tuple[int, int]]) -> list[tuple[int, str]]:
-    """Kill points for (node, iteration) pairs in order: the start of the iteration while the node holds
-    a rank under the method's map after the kills before it, else the point where it waits (a slide
-    left it without a rank)."""
-    out, failed = [], []
-    waiting = stencil.Point.WAITING.label
-    for node, iteration in kills:
-        try:
-            holds = node in compute_map(layout, method, failed)
-        except SlideError:
-            holds = False
-        out.append((node, stencil.iteration_point(iteration) if holds else waiting))
-        failed.append(node)
-    return out
+# exhaust_kills' limits: kills in one stage (whose orders it follows, 4! at most), orders of the failures
+# so far it follows (drawn where there are more), and maps it computes for one plan.
+STAGE_MAX = 4
+ORDERS = 16
+MAP_BUDGET = 1000
+
+
+def halo_diameter(layout, block: Sequence[int]) -> int:
+    """The most halo exchanges between two processes of the stencil: the diameter of the process grid
+    (the logical rank grid times the block of a node), periodic on a torus. A process at that many
+    hops from a process that died at the start of iteration K cannot start iteration K + diameter
+    before a recovery (each iteration needs every neighbour's halo of that iteration)."""
+    sizes = [ranks * width for ranks, width in zip(layout.logical, block)]
+    return sum(size // 2 if layout.grid.periodic else size - 1 for size in sizes)
+
+
+def exhaust_kills(layout, method: str, rng: random.Random, first: int, nodes: Sequence[int], last: int,
+                  every: int, diameter: int) -> list[tuple[int, str]]:
+    """The kills of the ``exhaust`` phase: nodes of ``nodes`` holding a rank die at the start of
+    iterations 1..last, ``first`` first, initial workers before promoted spares, until one more
+    failure than the spares (or the first failure the method may not place) has been planned.
+
+    Every kill must land, whatever the timing of the run, so the kills come in stages that the run
+    takes one after the other: a stage's iteration is at least ``diameter`` iterations
+    (halo_diameter) after the previous one's, or past the checkpoint after it (nobody passes a
+    checkpoint while a failure is unrecovered), so the previous stage's failures are recovered before
+    it comes. A stage has one kill while the stages that fit in 1..last suffice, up to STAGE_MAX
+    otherwise. The nodes of one stage die at the same iteration and may be agreed in any order, in one
+    recovery or several: the plan follows every order the failures may be agreed in (up to ORDERS of
+    them, drawn where there are more) and takes a victim only where, in each order, every node of its
+    stage holds a rank until it dies (a node without a rank waits and never reaches its iteration) and
+    no two of them hold buddy ranks (the run would end with a checkpoint lost). A failure that some
+    order cannot place ends the run, so it is the last kill, in a stage of its own. Where the stages
+    cannot take enough failures (many spares, few iterations) or following the orders would take more
+    than MAP_BUDGET maps, the plan stops short of the spares and the run may recover.
+    Cost: compute_map once per distinct order of failures, at most MAP_BUDGET times; once per kill
+    where every stage has one."""
+    maps: dict[tuple[int, ...], list[int] | None] = {}
+
+    def map_after(failed: tuple[int, ...]) -> list[int] | None:
+        if failed not in maps:
+            try:
+                maps[failed] = compute_map(layout, method, list(failed))
+            except SlideError:
+                maps[failed] = None
+        return maps[failed]
+
+    def after(iteration: int) -> int:  # the first iteration the run reaches only after recovering
+        return min(iteration + max(diameter, 1), (iteration // every + 1) * every)
+
+    def stages_from(iteration: int) -> int:  # how many stages fit from this iteration on
+        count = 0
+        while iteration <= last:
+            count, iteration = count + 1, after(iteration)
+        return count
+
+    initial = set(layout.initial_map())
+    wanted = layout.nodes - len(initial) + 1
+    orders: list[tuple[int, ...]] = [()]  # the orders the failures of the stages so far may be agreed in
+    kills: list[tuple[int, str]] = []
+    lowest = 1
+    while lowest <= last and len(kills) < wanted:
+        stages_left = stages_from(lowest)
+        # a stage's iteration: any that leaves room for the stages still wanted after it
+        room = [k for k in range(lowest, last + 1) if stages_from(k) >= min(stages_left, wanted - len(kills))]
+        iteration = rng.choice(room)
+        # spread the failures over the stages left, keeping one stage for the last kill
+        here = stages_from(iteration)
+        size = 1 if here == 1 else min(STAGE_MAX, max(1, -(-(wanted - len(kills) - 1) // (here - 1))))
+        dead = {node for node, _point in kills}
+        stage: list[int] = []
+        final = False
+        tried: set[int] = set()
+        while len(stage) < size and not final and len(maps) < MAP_BUDGET:
+            pool = [n for n in nodes if n not in dead and n not in stage and n not in tried
+                    and all(map_after(order) is not None and n in map_after(order) for order in orders)]
+            pool = [n for n in pool if n in initial] or pool  # workers first
+            if not pool:
+                break
+            victim = first if not kills and not stage and first in pool else rng.choice(pool)
+            tried.add(victim)
+            verdict = stage_check(map_after, orders, [*stage, victim])
+            if verdict == "ends" and stage:
+                break  # the failure that may end the run gets a stage of its own
+            if verdict == "misses":
+                continue
+            final = verdict == "ends"
+            stage.append(victim)
+        kills += [(node, stencil.iteration_point(iteration)) for node in stage]
+        if final or not stage:
+            break
+        orders = [order + perm for order in orders for perm in stage_orders(stage)]
+        orders = rng.sample(orders, ORDERS) if len(orders) > ORDERS else orders
+        lowest = after(iteration)
+    return kills
+
+
+def stage_orders(stage: Sequence[int]) -> list[tuple[int, ...]]:
+    """The orders one stage's failures may be agreed in: all of them (a stage has STAGE_MAX at most)."""
+    return list(itertools.permutations(stage))
+
+
+def stage_check(map_after: Callable[[tuple[int, ...]], list[int] | None], orders: Sequence[tuple[int, ...]],
+                stage: Sequence[int]) -> str:
+    """Whether the nodes of ``stage``, killed at one iteration after the failures of ``orders``, all
+    die there: "ok"; "misses" when, after some order and some of the stage's failures recovered first,
+    a node of the stage left holds no rank or two hold buddy ranks; else "ends" when some order cannot
+    place some of the stage's failures (the run may end there, out of spares)."""
+    ends = False
+    for order in orders:
+        for perm in stage_orders(stage):
+            for done in range(len(perm) + 1):
+                mapping = map_after(order + perm[:done])
+                if mapping is None:
+                    ends = True
+                    break
+                left = perm[done:]
+                if any(node not in mapping for node in left) or buddies_among(mapping, left):
+                    return "misses"
+    return "ends" if ends else "ok"
+
+
+def holds_rank(layout, method: str, node: int, failed: Sequence[int]) -> bool:
+    """Whether ``node`` holds a rank under the method's map after ``failed`` (False if the method
+    cannot place them)."""
+    try:
+        return node in compute_map(layout, method, list(failed))
+    except SlideError:
+        return False
 
 
 def absorbable(layout, method: str, order: Sequence[int]) -> bool:
@@ -217,8 +340,13 @@ def buddies_lost(layout, method: str, agreed: Sequence[int], landed: dict[int, s
         mapping = compute_map(layout, method, list(agreed))
     except SlideError:
         return False
+    return buddies_among(mapping, landed)
+
+
+def buddies_among(mapping: Sequence[int], nodes: Iterable[int]) -> bool:
+    """Whether two of ``nodes`` hold buddy ranks (r and r + R/2) under ``mapping`` (rank -> node)."""
     ranks, holder = len(mapping), {node: rank for rank, node in enumerate(mapping)}
-    dead = {holder[node] for node in landed if node in holder}
+    dead = {holder[node] for node in nodes if node in holder}
     return any((rank + ranks // 2) % ranks in dead for rank in dead)
 
 
@@ -257,12 +385,40 @@ def leftovers(before: set[str], marker: str) -> list[str]:
     return found + sorted(path for path in new - in_use(new) if Path(path).exists())
 
 
+def unplanned_kills(planned: Sequence[tuple[int, str]], landed: dict[int, str]) -> list[str]:
+    """The kills of ``landed`` that ``planned`` does not name, in words."""
+    named = dict(planned)
+    return [f"node {node} at {point}" + (f" (planned at {named[node]})" if node in named else "")
+            for node, point in sorted(landed.items()) if named.get(node) != point]
+
+
+def missed_kills(planned: Sequence[tuple[int, str]], landed: dict[int, str]) -> list[str]:
+    """The kills of ``planned`` that did not land, in words."""
+    return [f"node {node} at {point}" for node, point in planned if node not in landed]
+
+
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
           whole_nodes: bool = False) -> None:
     """Fill ``record``'s outcome from ``run``: recovered with the failure-free ``reference`` checksum
     and exactly the dead agreed, or out of spares exactly when ``method`` cannot absorb the
-    failures that landed, or data lost exactly when two buddies died; anything else is an error.
-    Cost: a few maps of the core."""
+    failures that landed, or data lost exactly when two buddies died; each of those only if every
+    planned kill landed, else ``missed`` (the run did not have the failures its phase is about). A
+    kill that was not planned, or anything else, is an error. Cost: a few maps of the core."""
+    judge_end(record, run, reference, layout, method, whole_nodes)
+    missed = missed_kills(record.kills, record.landed)
+    if missed and record.ok:
+        ended = {"recovered": "recovered", "out-of-spares": "ran out of spares", "data-lost": "lost a checkpoint"}
+        record.outcome, record.ok, record.detail = "missed", False, (
+            f"planned kills that did not land: {', '.join(missed)}; without them the run "
+            f"{ended[record.outcome]}")
+    elif missed:
+        record.detail += f" (planned kills that did not land: {', '.join(missed)})"
+
+
+def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
+              whole_nodes: bool) -> None:
+    """``judge`` without the planned kills that did not land: how the run ended, and whether that end
+    is right for the failures that landed."""
     record.landed = dict(run.killed)
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
@@ -273,6 +429,10 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
             record.detail = (f"{len(record.landed)} nodes killed, mpirun reported {record.daemons_lost} "
                              "daemons lost")
             return
+    unplanned = unplanned_kills(record.kills, record.landed)
+    if unplanned:
+        record.outcome, record.detail = "error", f"killed without a plan: {', '.join(unplanned)}"
+        return
     if run.returncode == 0:
         # the recoveries agreed on exactly the dead: never a live node, and every node that died
         # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
@@ -356,6 +516,8 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
                 record.stderr_tail = "\n".join(exc.stderr.splitlines()[-40:])
                 record.landed = {**stencil.parse(-1, exc.stdout, exc.stderr).killed, **killed_in(kill_log)}
                 record.detail = f"no end within {campaign.timeout:g} s"
+                missed = missed_kills(record.kills, record.landed)
+                record.detail += f" (planned kills that had not landed: {', '.join(missed)})" if missed else ""
         record.seconds = round(time.monotonic() - started, 2)
         record.leftovers = leftovers(before, marker)
         if record.leftovers:
@@ -377,14 +539,15 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
         "recovered": sum(r.outcome == "recovered" for r in records),
         "out_of_spares": sum(r.outcome == "out-of-spares" for r in records),
         "data_lost": sum(r.outcome == "data-lost" for r in records),
+        "missed": sum(r.outcome == "missed" for r in records),
         "hangs": sum(r.outcome == "hang" for r in records),
         "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),
         "errors": sum(r.outcome == "error" for r in records),
         "leftovers": sum(bool(r.leftovers) for r in records),
-        # a planned kill does not land when the run never reaches its point (a spare promoted before
-        # it could wait, a node left without a rank, a run that ended first)
+        # a planned kill does not land when the run never reaches its point (plan draws only points
+        # a run reaches; a run where one did not land is "missed")
         "kills_planned": sum(len(r.kills) for r in records),
-        "kills_landed": sum(len(r.landed) for r in records),
+        "kills_landed": sum(r.landed.get(node) == point for r in records for node, point in r.kills),
         "phases": phases,
     }
 

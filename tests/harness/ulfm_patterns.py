@@ -9,8 +9,11 @@ equal, that the counts match the kills that landed, and, for the patterns that
 say so, that every survivor came back from ``MPI_Finalize`` (``finalized=1``).
 
 ``plan(pattern, np, seed)`` draws the victims and their kill points from the
-seed (the same seed always gives the same kills); ``run_pattern`` runs one
-program once and returns an ``Outcome``: ``ok``, ``wrong`` (a check failed),
+seed (the same seed always gives the same kills), only points the program
+reaches whatever the timing; ``run_pattern`` runs one program once and returns
+an ``Outcome``: ``ok``, ``wrong`` (a check failed, or a rank died at a kill
+point the plan did not name), ``missed`` (every check passed but a planned
+kill did not land: the run did not test the failure it was drawn for),
 ``hang`` (no end within the timeout; the stacks of the stuck processes are
 kept) or ``error`` (mpirun failed). Two conditions of a run besides its kills:
 
@@ -48,8 +51,8 @@ from ftslide.toolchain import mpi
 
 from mpiharness import MPI_SOURCES, parse_run
 
-__all__ = ["MODULE_SETS", "RELEASE", "PATTERNS", "MESSAGE_MAX", "SPINNER", "Outcome", "Pattern", "build", "busy",
-           "load_average", "message_problem", "message_size", "module_options", "plan", "judge", "run_pattern"]
+__all__ = ["MODULE_SETS", "RELEASE", "PATTERNS", "MESSAGE_MAX", "SPINNER", "VERDICTS", "Outcome", "Pattern", "build",
+           "busy", "load_average", "message_problem", "message_size", "module_options", "plan", "judge", "run_pattern"]
 
 # mpirun options selecting each module set. Ours are the build's defaults; upstream's are its
 # coll/ftagree agreement (coll/ftera excluded) and its binomial-graph revoke. The release set runs on
@@ -67,7 +70,8 @@ Plan = Callable[[int, random.Random], dict[int, str]]
 
 
 def one_victim(point: str, first: int, last: Callable[[int], int], victims: str = "any") -> Plan:
-    """One kill: a victim (any rank, or not rank 0) at ``point`` % K, K drawn in first..last(np)."""
+    """One kill: a victim (any rank, or not rank 0) at ``point`` % K, K drawn in first..last(np).
+    Every K in that range must be a point the victim reaches in every run (judge: ``missed``)."""
 
     def draw(np: int, rng: random.Random) -> dict[int, str]:
         low = 1 if victims == "workers" else 0
@@ -105,6 +109,42 @@ def last_rank(point: str) -> Plan:
     return draw
 
 
+def simultaneous_rounds(point: str, counts: Callable[[int], tuple[int, int]], first: int, last: int) -> Plan:
+    """Two rounds of kills at once: ``counts(np)`` distinct victims, all of a round at the same
+    ``point`` % K (K1 in first..last-2, then K2 in K1+2..last), so that they die together."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        one, two = counts(np)
+        victims = rng.sample(range(np), one + two)
+        k1 = rng.randint(first, last - 2)
+        k2 = rng.randint(k1 + 2, last)
+        return {victim: point % (k1 if i < one else k2) for i, victim in enumerate(victims)}
+
+    return draw
+
+
+def and_survivor_in_repair(before: Plan, points: Sequence[str]) -> Plan:
+    """The kills of ``before`` and one more, inside the repair they cause: another rank at a point
+    drawn from ``points``."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        kills = before(np, rng)
+        return {**kills, rng.choice([rank for rank in range(np) if rank not in kills]): rng.choice(points)}
+
+    return draw
+
+
+def and_new_process_in_repair(before: Plan, point: str) -> Plan:
+    """The kills of ``before`` and the first process spawned by the repair they cause, at ``point``;
+    it names itself np + its rank in its spawned job (tests/mpi/patterns/replace_respawn.c), a number
+    no original process has."""
+
+    def draw(np: int, rng: random.Random) -> dict[int, str]:
+        return {**before(np, rng), np: point}
+
+    return draw
+
+
 @dataclass(frozen=True)
 class Pattern:
     name: str
@@ -131,8 +171,10 @@ PATTERNS: dict[str, Pattern] = {p.name: p for p in (
     Pattern("ring-ishrink", "patterns/ring_revoke.c", ("10", "ishrink"), one_victim("iter=%d", 1, lambda np: 8),
             ("survivors", "sum"), "the ring, recovered with MPIX_Comm_ishrink", message="env", message_bytes=8192,
             not_in_release="MPIX_Comm_ishrink (ours: patch ompi/09)"),
+    # Only a worker's first task is certain: the master hands each later one to whichever worker
+    # answered first, so a worker the scheduler holds back may never get a second (a missed kill).
     Pattern("master-worker", "patterns/master_worker.c", ("60",),
-            one_victim("task=%d", 1, lambda np: 3, victims="workers"), (),
+            one_victim("task=%d", 1, lambda np: 1, victims="workers"), (),
             "master/worker on MPI_ANY_SOURCE, MPIX_ERR_PROC_FAILED_PENDING, failure_ack"),
     Pattern("errhandler", "patterns/errhandler_ack.c", (), one_victim("iter=%d", 1, lambda np: 15),
             ("survivors",), "an error handler that acknowledges and carries on"),
@@ -157,6 +199,29 @@ PATTERNS: dict[str, Pattern] = {p.name: p for p in (
             (), "revoke and MPI_Finalize with the dead process and pending requests", finalized=True),
     Pattern("iagree", "patterns/iagree_get_failed.c", ("30",), one_victim("round=%d", 0, lambda np: 28),
             ("digest", "acked"), "MPIX_Comm_iagree with MPIX_Comm_get_failed / ack_failed"),
+    # issue 36: the patterns below.
+    Pattern("intercomm-agree", "patterns/intercomm_agree.c", ("10",), one_victim("round=%d", 1, lambda np: 8),
+            ("survivors", "sum"), "two halves joined by MPI_Intercomm_create: agree (the remote group's AND), "
+            "shrink, a message and MPIX_Comm_iagree on the intercommunicator"),
+    # MPIX_Comm_replace as the tutorials write it; the replacement is retried when a survivor or a
+    # new process dies inside it.
+    Pattern("replace-respawn", "patterns/replace_respawn.c", (), one_victim("iter=%d", 1, lambda np: 9),
+            ("survivors", "attempts"), "MPIX_Comm_replace: shrink, spawn, merge, agree, split by the dead's ranks"),
+    Pattern("replace-survivor-dies", "patterns/replace_respawn.c", (),
+            and_survivor_in_repair(one_victim("iter=%d", 1, lambda np: 9), ("replace=1.spawn", "replace=1.join")),
+            ("survivors", "attempts"), "the same, a survivor dies inside the replacement, which is retried"),
+    Pattern("replace-spawnee-dies", "patterns/replace_respawn.c", (),
+            and_new_process_in_repair(one_victim("iter=%d", 1, lambda np: 9), "spawnee=1.1"),
+            ("survivors", "attempts"), "the same, a new process dies inside the replacement, which is retried"),
+    Pattern("thread-recv-revoke", "patterns/thread_recv_revoke.c", ("10",), one_victim("iter=%d", 1, lambda np: 8),
+            ("survivors", "sum"), "MPI_THREAD_MULTIPLE: a receive blocked on a live peer is released by "
+            "another thread's revoke (MPIX_ERR_REVOKED); join, shrink, both threads again"),
+    Pattern("nbc-inflight", "patterns/nbc_inflight.c", ("10",), one_victim("posted=%d", 1, lambda np: 8),
+            ("survivors", "sum"), "Iallreduce, Ibcast and Ibarrier in flight when a process dies: Waitall "
+            "errors, revoke, shrink, the collectives again", message="env", message_bytes=8192),
+    Pattern("simultaneous-twice", "patterns/simultaneous_twice.c", ("12",),
+            simultaneous_rounds("iter=%d", lambda np: (2, 2) if np >= 6 else (2, 1) if np >= 4 else (1, 1), 1, 9),
+            ("survivors", "sum"), "two processes die at the same moment, twice; revoke, shrink, a global sum"),
 )}
 
 
@@ -228,6 +293,10 @@ def load_average() -> float | None:
         return None
 
 
+# The verdicts of a run, in the order the campaign's tables count them (judge, run_pattern).
+VERDICTS = ("ok", "wrong", "missed", "hang", "error")
+
+
 @dataclass
 class Outcome:
     pattern: str
@@ -236,8 +305,8 @@ class Outcome:
     modules: str
     where: str                        # "node" or the cluster's name
     kills: dict[int, str]             # planned
-    landed: dict[int, str] = field(default_factory=dict)
-    verdict: str = "ok"               # ok | wrong | hang | error
+    landed: dict[int, str] = field(default_factory=dict)  # every "killed at" line, planned or not
+    verdict: str = "ok"               # ok | wrong | missed | hang | error (VERDICTS)
     detail: str = ""
     seconds: float = 0.0
     stacks: str = ""
@@ -251,13 +320,49 @@ class Outcome:
         return self.verdict == "ok"
 
 
+def unplanned_kills(planned: Mapping[int, str], landed: Mapping[int, str]) -> str:
+    """The kills of ``landed`` that ``planned`` does not name, said in words ("" if none)."""
+    return ", ".join(f"rank {rank} killed at {point}" + (f", planned at {planned[rank]}" if rank in planned else
+                                                         ", which no plan named")
+                     for rank, point in sorted(landed.items()) if planned.get(rank) != point)
+
+
+def missed_kills(planned: Mapping[int, str], landed: Mapping[int, str]) -> str:
+    """The kills of ``planned`` that did not land, said in words ("" if none)."""
+    return ", ".join(f"rank {rank} at {point}" for rank, point in sorted(planned.items()) if rank not in landed)
+
+
 def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapping[str, str]],
-          landed: Mapping[int, str], message_bytes: int | None = None) -> tuple[str, str]:
-    """(verdict, detail) of a finished run; ``message_bytes``: the size the run was to send (for a
-    pattern that reads FTCHECK_MESSAGE_BYTES, every survivor must report it)."""
-    survivors = [rank for rank in range(np) if rank not in landed]
+          landed: Mapping[int, str], message_bytes: int | None = None, *,
+          planned: Mapping[int, str]) -> tuple[str, str]:
+    """(verdict, detail) of a finished run that was to kill ``planned`` ({rank: point}, plan) and
+    killed ``landed`` (every kill line of the run); ``message_bytes``: the size the run was to send
+    (for a pattern that reads FTCHECK_MESSAGE_BYTES, every survivor must report it).
+
+    ``error``: mpirun's exit status is not 0. ``wrong``: a rank died at a point the plan did not name
+    (another rank or another point), or a check failed (a survivor's own verdict, the values they
+    must share, the survivor count, the message size, ``finalized=1``). ``missed``: every check
+    passed but a planned kill did not land, so the run tested less than it was drawn for; a planned
+    victim that did not die is judged as a survivor, and a wrong run names its missed kills too."""
     if returncode != 0:
         return "error", f"mpirun exited with {returncode}"
+    missed = missed_kills(planned, landed)
+    also = f" (planned kills that did not land: {missed})" if missed else ""
+    unplanned = unplanned_kills(planned, landed)
+    if unplanned:
+        return "wrong", unplanned + also
+    verdict, detail = checks(pattern, np, reports, landed, message_bytes)
+    if verdict != "ok":
+        return verdict, detail + also
+    if missed:
+        return "missed", f"planned kills that did not land: {missed}"
+    return "ok", ""
+
+
+def checks(pattern: Pattern, np: int, reports: Mapping[int, Mapping[str, str]], landed: Mapping[int, str],
+           message_bytes: int | None) -> tuple[str, str]:
+    """("ok", "") or ("wrong", why): the survivors' reports of a run in which ``landed`` died."""
+    survivors = [rank for rank in range(np) if rank not in landed]
     for rank in survivors:
         got = reports.get(rank, {})
         if got.get("outcome") != "ok":
@@ -315,16 +420,19 @@ def run_pattern(prefix: Path, binary: Path, pattern: Pattern, np: int, seed: int
         except mpi.MpirunTimeout as exc:
             outcome.seconds = round(time.monotonic() - started, 3)
             hung = parse_run(-9, exc.stdout, exc.stderr)
-            outcome.landed = {rank: point for rank, point in hung.killed.items() if kills.get(rank) == point}
+            outcome.landed = dict(hung.killed)
             silent = [rank for rank in range(np) if rank not in outcome.landed
                       and "outcome" not in hung.reports.get(rank, {})]
             outcome.verdict, outcome.detail = "hang", f"no end within {timeout:g} s; no outcome from ranks {silent}"
+            missed = missed_kills(kills, outcome.landed)
+            outcome.detail += f"; planned kills that had not landed: {missed}" if missed else ""
             outcome.stacks, outcome.output = exc.stacks, (exc.stdout + exc.stderr)[-6000:]
             return outcome
         outcome.seconds = round(time.monotonic() - started, 3)
     run = parse_run(result.returncode, result.stdout, result.stderr)
-    outcome.landed = {rank: point for rank, point in run.killed.items() if kills.get(rank) == point}
-    outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed, size)
+    outcome.landed = dict(run.killed)  # all of them: judge compares them with the plan
+    outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed, size,
+                                            planned=kills)
     if not outcome.ok:
         outcome.output = (result.stdout + result.stderr)[-6000:]
     return outcome

@@ -40,7 +40,13 @@
  * Kill points: "iter=K" at the start of iteration K (K in 0..ITERS-1) at
  * every original process (replacements have none, so a point is never
  * reached twice by the same rank number). Any rank may die, several may, at
- * the same or different iterations.
+ * the same or different iterations. Two more, for a death in the middle of
+ * a repair: "spawn=N" at the process that holds rank R (an original or an
+ * earlier replacement), just before its MPI_Comm_spawn of repair N (N from
+ * 1), and "spawned" at the I-th process of every spawned job (I its rank in
+ * MPI_COMM_WORLD, the spawned job's own) right after its MPI_Init, before
+ * it merges. Such a death is not repaired: every survivor reports the step
+ * that failed and its error class (repair_failed_in, repair).
  *
  * Spawning needs room for the new processes: run with oversubscription
  * allowed on one node (PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe).
@@ -58,6 +64,7 @@
 static int g_me;         /* the rank this process holds in the application */
 static int g_replacement; /* 1 in a spawned process */
 static int g_shrinks;     /* shrinks this process took part in */
+static int g_repairs;     /* repairs this process took part in that succeeded */
 
 /* FTCHECK, under the rank this process holds (a replacement's world rank says nothing). */
 #define REPORT(key, fmt, ...)                                                    \
@@ -182,6 +189,7 @@ static int repair(MPI_Comm *comm, int np, int iters, int *next, const char *exe,
     char *args[] = {count, "spawned", NULL};
     int *codes = malloc(sizeof(int) * (size_t)ndead);
     *step = "spawn";
+    ftslide_killpointf(g_me, "spawn=%d", g_repairs + 1);
     rc = MPI_Comm_spawn(exe, args, ndead, MPI_INFO_NULL, 0, shrunk, &inter, codes);
     for (int i = 0; rc == MPI_SUCCESS && i < ndead; i++) {
         if (codes[i] != MPI_SUCCESS) rc = codes[i];
@@ -221,7 +229,7 @@ int main(int argc, char **argv)
     if (iters < 1) iters = 1;
     g_replacement = argc > 2 && strcmp(argv[2], "spawned") == 0;
     const char *why = NULL, *odd = NULL;
-    int np, next = 0, repairs = 0, restarts = 0, rc = MPI_SUCCESS;
+    int np, next = 0, restarts = 0, rc = MPI_SUCCESS;
     MPI_Comm comm;
 
     char exe[4096]; /* this binary, for MPI_Comm_spawn */
@@ -245,6 +253,7 @@ int main(int argc, char **argv)
         }
         MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
         g_me = -1;
+        ftslide_killpoint(ftcheck_rank(), "spawned");
         rc = MPI_Intercomm_merge(parent, 1, &merged);
         if (rc == MPI_SUCCESS) {
             MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
@@ -263,7 +272,7 @@ int main(int argc, char **argv)
             return 0;
         }
         REPORT("role", "%s", "replacement");
-        repairs = 1;
+        g_repairs = 1;
         rc = check_ranks(comm, np, &why);
     }
     if (!g_replacement) FTCHECK("role", "%s", "original");
@@ -309,13 +318,13 @@ int main(int argc, char **argv)
                 why = "the repair failed";
                 break;
             }
-            repairs++;
+            g_repairs++;
             rc = check_ranks(comm, np, &why);
         }
     }
     int size;
     MPI_Comm_size(comm, &size);
-    REPORT("repairs", "%d", repairs);
+    REPORT("repairs", "%d", g_repairs);
     REPORT("restarts", "%d", restarts);
     REPORT("shrinks", "%d", g_shrinks);
     REPORT("size", "%d", size);
