@@ -294,7 +294,16 @@ typedef struct era_ad {
     uint64_t *dflag;   /* P x (ninst+1) */
     uint8_t *derr;
     uint64_t *dF;      /* P x (ninst+1) x W */
+    uint32_t n1;       /* inter-communicator: size of the first group (0: intra) */
+    int32_t *intin;    /* inter: P x (ninst+1), the 32-bit int each process contributed */
 } era_ad_t;
+
+/* Which group a process belongs to, as era_flag_of_int / era_int_of_flag
+ * name it. */
+static era_side_t era_side_of(const era_ad_t *a, uint32_t r)
+{
+    return !a->n1 ? ERA_SIDE_ALL : r < a->n1 ? ERA_SIDE_FIRST : ERA_SIDE_SECOND;
+}
 
 #define IX(a, r, s) ((size_t)(r) * (size_t)((a)->ninst + 1) + (size_t)(s))
 
@@ -339,6 +348,7 @@ static int era_setup(sim_t *s)
 {
     const sim_params_t *prm = sim_params(s);
     uint32_t P = prm->P;
+    if (prm->inter_first >= P) return -1; /* both groups of an inter-communicator have members */
     era_ad_t *a = xcalloc(1, sizeof *a);
     a->P = P;
     a->W = ((size_t)P + 63u) / 64u;
@@ -354,6 +364,8 @@ static int era_setup(sim_t *s)
     a->dflag = xcalloc(slots, sizeof(uint64_t));
     a->derr = xcalloc(slots, 1);
     a->dF = xcalloc(slots * a->W, sizeof(uint64_t));
+    a->n1 = prm->inter_first;
+    a->intin = xcalloc(slots, sizeof(int32_t));
     sim_set_pdata(s, a);
     era_callbacks_t cb = {era_cb_send, era_cb_decide};
     for (uint32_t r = 0; r < P; r++) {
@@ -383,6 +395,7 @@ static void era_teardown(sim_t *s)
     free(a->dflag);
     free(a->derr);
     free(a->dF);
+    free(a->intin);
     free(a);
     sim_set_pdata(s, NULL);
 }
@@ -401,6 +414,14 @@ static void era_on_local(sim_t *s, uint32_t rank, uint64_t inst)
         flag &= ~(sim_rand(s) & sim_rand(s) & sim_rand(s));
         if (sim_rand(s) % 3 == 0) /* leave some known failures unacknowledged */
             for (size_t i = 0; i < a->W; i++) ack[i] &= sim_rand(s);
+    }
+    if (a->n1) {
+        /* An inter-communicator member contributes a 32-bit int, again with a
+         * bit of its own cleared (exactly for P <= 32), in its group's half. */
+        uint32_t v = ~((uint32_t)1 << ((rank + 7u * (uint32_t)inst) % 32u));
+        if (prm->random_inputs) v &= ~(uint32_t)(sim_rand(s) & sim_rand(s) & sim_rand(s));
+        a->intin[ix] = (int32_t)v;
+        flag = era_flag_of_int(ERA_OP_BAND, era_side_of(a, rank), (int32_t)v);
     }
     a->flagin[ix] = flag;
     a->started[ix] = 1;
@@ -475,8 +496,49 @@ static void era_check_validity(sim_t *s, era_ad_t *a, uint32_t r, int inst)
     if (a->dflag[ix] != expect_flag)
         sim_violation(s, "validity: p%u instance %d flag %016llx, AND of contributors is %016llx", r, inst,
                       (unsigned long long)a->dflag[ix], (unsigned long long)expect_flag);
+    if (a->n1) {
+        /* what MPIX_Comm_agree returns on an inter-communicator: the AND of
+         * the remote group's contributors, all ones when none contributed */
+        int mine = r < a->n1 ? 1 : 2;
+        uint32_t lo = mine == 1 ? a->n1 : 0, hi = mine == 1 ? a->P : a->n1, ncontrib = 0;
+        uint32_t want = UINT32_MAX;
+        for (uint32_t k = lo; k < hi; k++)
+            if (!bget(F, k)) {
+                want &= (uint32_t)a->intin[IX(a, k, inst)];
+                ncontrib++;
+            }
+        uint32_t got = (uint32_t)era_int_of_flag(ERA_OP_BAND, era_side_of(a, r), a->dflag[ix]);
+        if (got != want)
+            sim_violation(s,
+                          "inter validity: p%u (group %d) instance %d gets %08x, the AND of group %d's %u contributor(s) "
+                          "is %08x",
+                          r, mine, inst, got, 3 - mine, ncontrib, want);
+    }
     if (a->derr[ix] != expect_err)
         sim_violation(s, "uniform error: p%u instance %d error %d, rule gives %d", r, inst, a->derr[ix], expect_err);
+}
+
+/* Inter-communicator statistics: did a whole group crash, did some decision
+ * have no contributor from one group (the other side then gets all ones)? */
+static void era_note_groups(sim_t *s, const era_ad_t *a)
+{
+    int crashed = 0, unheard = 0;
+    for (int g = 0; g < 2; g++) {
+        uint32_t lo = g ? a->n1 : 0, hi = g ? a->P : a->n1, k = lo;
+        while (k < hi && sim_dead(s, k)) k++;
+        crashed |= k == hi;
+    }
+    for (size_t ix = 0; ix < (size_t)a->P * (size_t)(a->ninst + 1) && !unheard; ix++) {
+        if (!a->decided[ix]) continue;
+        const uint64_t *F = &a->dF[ix * a->W];
+        for (int g = 0; g < 2; g++) {
+            uint32_t lo = g ? a->n1 : 0, hi = g ? a->P : a->n1, k = lo;
+            while (k < hi && bget(F, k)) k++;
+            unheard |= k == hi;
+        }
+    }
+    if (crashed) sim_note_group(s, SIM_GROUP_CRASHED);
+    if (unheard) sim_note_group(s, SIM_GROUP_UNHEARD);
 }
 
 static void era_check(sim_t *s)
@@ -484,6 +546,7 @@ static void era_check(sim_t *s)
     era_ad_t *a = sim_pdata(s);
     const sim_params_t *prm = sim_params(s);
     int strict = prm->proto_variant == 0 || prm->check_uniform;
+    if (a->n1) era_note_groups(s, a);
     if (prm->proto_variant == 0)
         for (uint32_t r = 0; r < a->P; r++)
             if (era_rejected(a->core[r]))

@@ -53,7 +53,13 @@ extern const sim_proto_t proto_bmg;
  * flag, error and failed set), validity (the failed set contains the
  * previous one and otherwise only crashed processes; every other process
  * contributed; flag = AND of their flags; error = some failed process is not
- * acknowledged by some contributor). */
+ * acknowledged by some contributor).
+ * Inter-communicator (prm->inter_first = n1 >= 1): ranks 0..n1-1 are the
+ * first group, n1..P-1 the second; each process contributes a 32-bit int
+ * through era_flag_of_int(ERA_OP_BAND, its side, int), and besides the
+ * checks above, inter validity: every decider gets, through
+ * era_int_of_flag(ERA_OP_BAND, its side, flag), exactly the AND of the ints
+ * of the other group's contributors (all ones if none of them contributed). */
 extern const sim_proto_t proto_era;
 
 #endif

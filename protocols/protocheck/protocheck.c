@@ -4,6 +4,7 @@
  *
  *   protocheck --proto bmg|bmg-lean|era|era-early --p N|A-B
  *              [--exhaustive [--delay-bound B] [--max-frees F] [--max-finalizes G]]
+ *              [--inter N1|A-B|any]
  *              [--schedules K | --long] [--seed S | --replay TOKEN] [options]
  *   protocheck --msgcount --p N [--max-ratio R]
  *
@@ -54,6 +55,9 @@ typedef struct opts {
     int crash_margin;
     era_tree_t tree; /* era: shape of the agreement tree */
     int ring_order;  /* era: tree over the folded ring order (era_set_torus with one ring of P) */
+    uint32_t inter_lo, inter_hi; /* era: an inter-communicator whose first group has inter_lo..inter_hi
+                                  * members (capped at P-1); 0: an intra-communicator */
+    const char *inter_spec;      /* the --inter value as given */
     int radix;       /* bmg-lean: 0 the core's default (4), k >= 2, or SIM_RADIX_STAR / SIM_RADIX_MIXED */
     int max_frees;     /* bmg, exhaustive: processes that free the communicator (default 0) */
     int max_fins;      /* bmg, exhaustive: processes that enter MPI_Finalize (default 0) */
@@ -93,6 +97,10 @@ static void usage(FILE *f)
             "  --crash-margin M      exhaustive: crash points go M past the busiest process's actions (default 1)\n"
             "  --tree binomial|binary|knomial4  era: shape of the agreement tree (default binomial)\n"
             "  --ring-order          era: the tree over the torus order of one ring of P (era_set_torus)\n"
+            "  --inter N1|A-B|any    era: the members of both groups of an inter-communicator, the first N1\n"
+            "                        ranks one group, the rest the other, each contributing a 32-bit int that\n"
+            "                        MPIX_Comm_agree ANDs per group; A-B / any (1 to P-1): exhaustive runs\n"
+            "                        take every split, random ones draw one per schedule\n"
             "  --radix K|star|mixed  bmg-lean: every process's radix (default 4); star: P, the whole\n"
             "                        communicator in one level, as the revoke on one node; mixed: processes\n"
             "                        differ (P, 2, 4, 3 by rank in exhaustive runs, drawn per schedule else)\n"
@@ -141,6 +149,7 @@ typedef struct row {
     uint32_t plo, phi;
     uint64_t configs, schedules, violations, msgs, msgs_max, crashes;
     uint64_t with_free, with_fin, with_halt; /* schedules in which a process freed, finalized, halted */
+    uint64_t with_group_crashed, with_group_unheard; /* inter: a whole group crashed; a decision without it */
     double secs;
 } row_t;
 
@@ -154,6 +163,8 @@ static void row_add(row_t *r, const sim_stats_t *st)
     r->with_free += st->frees ? 1 : 0;
     r->with_fin += st->finalizes ? 1 : 0;
     r->with_halt += st->halts ? 1 : 0;
+    r->with_group_crashed += st->groups_crashed ? 1 : 0;
+    r->with_group_unheard += st->groups_unheard ? 1 : 0;
 }
 
 /* One line under the table when processes stopped without crashing. */
@@ -162,6 +173,16 @@ static void print_stops(const row_t *r)
     if (!r->with_free && !r->with_fin) return;
     printf("stops: %" PRIu64 " schedules with a free, %" PRIu64 " with a finalize, %" PRIu64 " with halted processes\n",
            r->with_free, r->with_fin, r->with_halt);
+}
+
+/* One line under the table for an inter-communicator run: how often the
+ * cases where a group is gone came up. */
+static void print_groups(const opts_t *o, const row_t *r)
+{
+    if (!o->inter_lo) return;
+    printf("inter: %" PRIu64 " of %" PRIu64 " schedules with a whole group crashed, %" PRIu64
+           " with a decision that no member of one group contributed to\n",
+           r->with_group_crashed, r->schedules, r->with_group_unheard);
 }
 
 static void print_header(void)
@@ -191,6 +212,8 @@ static void row_merge(row_t *into, const row_t *r)
     into->with_free += r->with_free;
     into->with_fin += r->with_fin;
     into->with_halt += r->with_halt;
+    into->with_group_crashed += r->with_group_crashed;
+    into->with_group_unheard += r->with_group_unheard;
     into->secs += r->secs;
 }
 
@@ -246,6 +269,29 @@ static void gen_random(const opts_t *o, uint64_t ss, uint32_t P, sim_params_t *p
     else prm->link_bound = lbs[sim_splitmix(&st) % 4];
     prm->fail_bias = 0.02 + 0.96 * (double)(sim_splitmix(&st) >> 11) / 9007199254740992.0;
     prm->max_steps = 2000000;
+    if (o->inter_lo) {
+        /* An inter-communicator: the first group's size from a stream of its
+         * own (the draws above stay what they were), and in a quarter of the
+         * schedules every member of one group gets a crash point (if the
+         * crash bound allows: other crashes then make room). */
+        uint64_t st3 = ss ^ 0x17e4c0a9ee11ull;
+        uint32_t hi = o->inter_hi < P - 1 ? o->inter_hi : P - 1;
+        uint32_t n1 = o->inter_lo + (uint32_t)(sim_splitmix(&st3) % (hi - o->inter_lo + 1));
+        prm->inter_first = n1;
+        if (sim_splitmix(&st3) % 4 == 0) {
+            int second = (int)(sim_splitmix(&st3) & 1);
+            uint32_t glo = second ? n1 : 0, ghi = second ? P : n1;
+            if (ghi - glo <= maxf) {
+                for (uint32_t r = glo; r < ghi; r++)
+                    if (crash[r] < 0) {
+                        crash[r] = (int32_t)((sim_splitmix(&st3) & 1) ? sim_splitmix(&st3) % 4 : sim_splitmix(&st3) % (K + 1));
+                        nf++;
+                    }
+                for (uint32_t r = 0; r < P && nf > maxf; r++)
+                    if ((r < glo || r >= ghi) && crash[r] >= 0) crash[r] = -1, nf--;
+            }
+        }
+    }
     if (is_era(o)) return;
     /* Broadcast: processes that free or finalize, from a stream of their own
      * (the draws above stay what they were). Mixed: a quarter of the
@@ -350,6 +396,7 @@ static int run_random(const opts_t *o)
     }
     print_row(&all, "all");
     print_stops(&all);
+    print_groups(o, &all);
     int rc;
     if (found) {
         /* the replay must reproduce the violation */
@@ -384,6 +431,7 @@ static int run_seed(const opts_t *o)
            is_era(o) ? "" : (prm.scenario == 4 ? " scenario=random" : " scenario=fixed"));
     for (uint32_t r = 0; r < o->pmin; r++)
         if (crash[r] >= 0) printf(" p%u@%d", r, crash[r]);
+    if (prm.inter_first) printf(" groups: p0-p%u | p%u-p%u", prm.inter_first - 1, prm.inter_first, o->pmin - 1);
     if (prm.free_at) {
         printf(" frees:");
         for (uint32_t r = 0; r < o->pmin; r++)
@@ -415,6 +463,7 @@ typedef struct exh {
     int32_t crash[MAXP_EXH];
     int32_t free_at[MAXP_EXH], fin_at[MAXP_EXH]; /* bmg: stops without a crash, -1 = none */
     int nfree, nfin;                              /* how many of them are set */
+    uint32_t n1;                                  /* era inter-communicator: first group's size (0: intra) */
     uint16_t prefix[MAX_PREFIX];
     row_t row;
     uint64_t found;
@@ -422,14 +471,17 @@ typedef struct exh {
     char first_token[1024];
 } exh_t;
 
-/* A replay token: "P,scenario,drop,link-bound,instances;" then one entry per
+/* A replay token: "P,scenario,drop,link-bound,instances;" (for an
+ * inter-communicator "P,scenario,drop,link-bound,instances,n1;") then one entry per
  * process, "-1" (nothing), "k" (crashes after its k-th action), "f<d>" (frees
  * after its d-th delivery), "x<d>" (enters MPI_Finalize after its d-th
  * delivery) or both letters, then ";" and the choices. */
-static void token(char *buf, size_t n, uint32_t P, int scen, int drop, uint32_t lb, int ninst, const int32_t *crash,
-                  const int32_t *free_at, const int32_t *fin_at, const uint16_t *ch, size_t nch)
+static void token(char *buf, size_t n, uint32_t P, int scen, int drop, uint32_t lb, int ninst, uint32_t n1,
+                  const int32_t *crash, const int32_t *free_at, const int32_t *fin_at, const uint16_t *ch, size_t nch)
 {
-    size_t off = (size_t)snprintf(buf, n, "%u,%d,%d,%u,%d;", P, scen, drop, lb, ninst);
+    size_t off = (size_t)snprintf(buf, n, "%u,%d,%d,%u,%d", P, scen, drop, lb, ninst);
+    if (off < n && n1) off += (size_t)snprintf(buf + off, n - off, ",%u", n1);
+    if (off < n) off += (size_t)snprintf(buf + off, n - off, ";");
     for (uint32_t r = 0; r < P && off < n; r++) {
         if (r) off += (size_t)snprintf(buf + off, n - off, ",");
         if (off < n && crash[r] < 0 && (free_at[r] >= 0 || fin_at[r] >= 0)) {
@@ -466,6 +518,7 @@ static void exh_params(const exh_t *x, sim_params_t *prm, int scen, int drop, co
     prm->proto_variant = x->o->variant;
     prm->tree = x->o->tree;
     prm->ring_order = x->o->ring_order;
+    prm->inter_first = x->n1;
     prm->radix = x->o->radix;
     prm->scenario = scen;
     prm->ninst = x->ninst;
@@ -488,8 +541,8 @@ static void exh_config(exh_t *x, int scen, int drop)
         if (v) {
             x->found++;
             char tok[1024];
-            token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->crash, x->free_at, x->fin_at, st->chosen,
-                  st->nlog);
+            token(tok, sizeof tok, x->P, scen, drop, x->link_bound, x->ninst, x->n1, x->crash, x->free_at, x->fin_at,
+                  st->chosen, st->nlog);
             if (x->found == 1) snprintf(x->first_token, sizeof x->first_token, "%s", tok);
             if (!o->quiet || x->found <= 3) {
                 printf("VIOLATION proto=%s P=%u: %s\n  replay: protocheck --proto %s --replay '%s'%s --trace\n", o->proto_name,
@@ -603,6 +656,10 @@ static int run_exhaustive(const opts_t *o)
         /* crash points: 0 .. (most actions of a process in a failure-free run) + margin */
         uint32_t K = 0;
         int nsc = is_era(o) ? 1 : BMG_NSCENARIOS_EXHAUSTIVE;
+        /* (an inter-communicator: every first-group size in the --inter range
+         * below P; the split changes the flags, not the messages) */
+        uint32_t n1lo = o->inter_lo, n1hi = o->inter_lo ? (o->inter_hi < P - 1 ? o->inter_hi : P - 1) : 0;
+        x.n1 = n1lo;
         for (int scen = 0; scen < nsc; scen++) {
             sim_params_t prm;
             exh_params(&x, &prm, scen, 0, NULL, 0);
@@ -616,7 +673,7 @@ static int run_exhaustive(const opts_t *o)
         memset(&x.row, 0, sizeof x.row);
         x.row.plo = x.row.phi = P;
         double t0 = now_s();
-        exh_crashes(&x, 0, 0, maxf, K);
+        for (x.n1 = n1lo; x.n1 <= n1hi && !x.stop; x.n1++) exh_crashes(&x, 0, 0, maxf, K);
         x.row.secs = now_s() - t0;
         rows[nrows] = x.row;
         Ks[nrows] = K;
@@ -629,9 +686,10 @@ static int run_exhaustive(const opts_t *o)
     if (is_era(o)) snprintf(ibuf, sizeof ibuf, " instances=%d", x.ninst);
     if (o->max_frees || o->max_fins)
         snprintf(ibuf, sizeof ibuf, " max-frees=%d max-finalizes=%d", o->max_frees, o->max_fins);
-    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s%s\n",
+    printf("protocheck: proto=%s mode=exhaustive P=%u-%u delay-bound=%u link-bound=%s max-crashes=%d%s%s%s%s%s\n",
            o->proto_name, o->pmin, o->pmax, o->delay_bound, lbuf, o->max_crashes >= 0 ? o->max_crashes : 2, ibuf,
-           is_era(o) ? " tree=" : "", is_era(o) ? era_tree_name(o->tree) : "");
+           is_era(o) ? " tree=" : "", is_era(o) ? era_tree_name(o->tree) : "", o->inter_lo ? " inter=" : "",
+           o->inter_lo ? o->inter_spec : "");
     print_header();
     for (int i = 0; i < nrows; i++) {
         print_row(&rows[i], NULL);
@@ -639,6 +697,7 @@ static int run_exhaustive(const opts_t *o)
     }
     if (nrows > 1) print_row(&all, "all");
     print_stops(&all);
+    print_groups(o, &all);
     int rc = x.found ? (o->expect_violation ? 0 : 1) : (o->expect_violation ? 1 : 0);
     if (x.found) {
         int v = replay_token(o, x.first_token, 0);
@@ -658,10 +717,11 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
     static exh_t x;
     memset(&x, 0, sizeof x);
     x.o = o;
-    int scen, drop, ninst;
-    unsigned P, lb;
+    int scen, drop, ninst, used = 0;
+    unsigned P, lb, n1 = 0;
     const char *p = tok;
-    if (sscanf(p, "%u,%d,%d,%u,%d;", &P, &scen, &drop, &lb, &ninst) != 5 || P < 1 || P > MAXP_EXH || ninst < 1) {
+    if (sscanf(p, "%u,%d,%d,%u,%d%n", &P, &scen, &drop, &lb, &ninst, &used) != 5 || P < 1 || P > MAXP_EXH || ninst < 1 ||
+        (p[used] == ',' && (sscanf(p + used, ",%u", &n1) != 1 || n1 < 1 || n1 >= P || !is_era(o))) || !strchr(p, ';')) {
         fprintf(stderr, "protocheck: bad --replay token '%s'\n", p);
         return -1;
     }
@@ -700,6 +760,7 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
         if (*p == ',') p++;
     }
     x.P = P;
+    x.n1 = n1;
     x.link_bound = lb;
     x.ninst = ninst;
     x.s = sim_new();
@@ -707,7 +768,9 @@ static int replay_token(const opts_t *o, const char *tok, int verbose)
     exh_params(&x, &prm, scen, drop, x.prefix, nch);
     prm.trace = verbose && o->trace;
     if (verbose) {
-        printf("replay P=%u scenario=%d drop=%d link-bound=%u instances=%d crashes:", P, scen, drop, lb, ninst);
+        printf("replay P=%u scenario=%d drop=%d link-bound=%u instances=%d", P, scen, drop, lb, ninst);
+        if (n1) printf(" groups: p0-p%u | p%u-p%u", n1 - 1, n1, P - 1);
+        printf(" crashes:");
         for (unsigned r = 0; r < P; r++)
             if (x.crash[r] >= 0) printf(" p%u@%d", r, x.crash[r]);
         for (unsigned r = 0; r < P; r++) {
@@ -901,6 +964,23 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--ring-order")) {
             o.ring_order = 1;
             extra(&o, a, NULL);
+        } else if (!strcmp(a, "--inter")) {
+            NEED_VALUE();
+            unsigned lo, hi;
+            char dash, tail;
+            if (!strcmp(v, "any")) {
+                o.inter_lo = 1, o.inter_hi = UINT32_MAX;
+            } else if (sscanf(v, "%u%c%u%c", &lo, &dash, &hi, &tail) == 3 && dash == '-' && lo >= 1 && lo <= hi) {
+                o.inter_lo = lo, o.inter_hi = hi;
+            } else if (parse_u64(v, &u) == 0 && u >= 1 && u < UINT32_MAX) {
+                o.inter_lo = o.inter_hi = (uint32_t)u;
+            } else {
+                fprintf(stderr, "protocheck: --inter takes the first group's size N1 (at least 1), a range A-B or any, "
+                                "not '%s'\n", v);
+                return 2;
+            }
+            o.inter_spec = v;
+            extra(&o, a, v);
         } else if (!strcmp(a, "--radix")) {
             NEED_VALUE();
             if (!strcmp(v, "star")) o.radix = SIM_RADIX_STAR;
@@ -969,6 +1049,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "protocheck: frees and finalizes are modelled for the broadcast only (bmg, bmg-lean)\n");
         return 2;
     }
+    if (o.inter_lo && !is_era(&o)) {
+        fprintf(stderr, "protocheck: --inter is for the agreement (era, era-early)\n");
+        return 2;
+    }
     if (o.replay) return run_replay(&o);
     if (o.long_mode) {
         if (!have_sched) o.schedules = 100000;
@@ -980,6 +1064,11 @@ int main(int argc, char **argv)
     }
     if (o.pmin < 1 || o.pmax < o.pmin || o.pmax > 4096) {
         fprintf(stderr, "protocheck: --p must be within 1-4096\n");
+        return 2;
+    }
+    if (o.inter_lo && o.pmin <= o.inter_lo) {
+        fprintf(stderr, "protocheck: --inter %s leaves no second group at P = %u (every P must exceed the first group)\n",
+                o.inter_spec, o.pmin);
         return 2;
     }
     if (o.have_seed) {

@@ -93,6 +93,12 @@ void sim_note_stop(sim_t *s, int kind)
     else if (kind == SIM_STOP_HALT) s->st.halts++;
 }
 
+void sim_note_group(sim_t *s, int kind)
+{
+    if (kind == SIM_GROUP_CRASHED) s->st.groups_crashed++;
+    else if (kind == SIM_GROUP_UNHEARD) s->st.groups_unheard++;
+}
+
 void sim_violation(sim_t *s, const char *fmt, ...)
 {
     if (s->st.violations++ == 0) {

@@ -53,6 +53,9 @@ typedef struct sim_params {
     int random_inputs;      /* era: randomise flags and acknowledged sets */
     int tree;               /* era: era_tree_t (0 binomial, 1 binary heap, 2 4-nomial) */
     int ring_order;         /* era: positions in the folded order of one ring of P (era_set_torus) */
+    uint32_t inter_first;   /* era: 0 an intra-communicator (64-bit flags as they are); n1 >= 1 the
+                             * members of an inter-communicator: ranks 0..n1-1 the first group, the rest
+                             * the second, each contributing a 32-bit int (era_flag_of_int, AND) */
     const int32_t *free_at; /* bmg: P entries, -1 = never, d >= 0: frees the communicator right after
                              * its d-th delivery (0: before anything); NULL = nobody frees */
     const int32_t *fin_at;  /* bmg: the same for entering MPI_Finalize; NULL = nobody finalizes */
@@ -80,6 +83,8 @@ typedef struct sim_stats {
     const char *first_violation;
     const uint32_t *nact;    /* actions per process */
     uint32_t frees, finalizes, halts; /* processes that stopped without crashing (sim_note_stop) */
+    uint32_t groups_crashed;  /* inter: groups of which every member crashed (sim_note_group) */
+    uint32_t groups_unheard;  /* inter: decisions that no member of one group contributed to */
 } sim_stats_t;
 
 sim_t *sim_new(void);
@@ -108,6 +113,10 @@ void sim_violation(sim_t *s, const char *fmt, ...)
 /* The adapter reports a process that stopped without crashing (statistics only). */
 enum { SIM_STOP_FREE = 1, SIM_STOP_FINALIZE = 2, SIM_STOP_HALT = 3 };
 void sim_note_stop(sim_t *s, int kind);
+/* The adapter reports an inter-communicator run where a whole group crashed,
+ * or a decision without any contributor from one group (statistics only). */
+enum { SIM_GROUP_CRASHED = 1, SIM_GROUP_UNHEARD = 2 };
+void sim_note_group(sim_t *s, int kind);
 void *sim_pdata(const sim_t *s);
 void sim_set_pdata(sim_t *s, void *p);
 

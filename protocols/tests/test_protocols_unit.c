@@ -600,6 +600,147 @@ static void test_era_api(void)
     }
 }
 
+/* ---- the 32-bit int contributions (era_flag_of_int / era_int_of_flag) ----------------- */
+
+static const int32_t int_samples[] = {0, 1, -1, 2, -2, 0x5a5a5a5a, -0x5a5a5a5b, INT32_MAX, INT32_MIN, 77, -77};
+#define NSAMPLES (sizeof int_samples / sizeof int_samples[0])
+
+/* The op as the core combines flags (unsigned 64-bit), for the pure checks. */
+static uint64_t combine(era_op_t op, uint64_t a, uint64_t b)
+{
+    switch (op) {
+    case ERA_OP_BAND: return a & b;
+    case ERA_OP_BOR: return a | b;
+    case ERA_OP_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+}
+
+static int32_t int_combine(era_op_t op, int32_t a, int32_t b)
+{
+    switch (op) {
+    case ERA_OP_BAND: return (int32_t)((uint32_t)a & (uint32_t)b);
+    case ERA_OP_BOR: return (int32_t)((uint32_t)a | (uint32_t)b);
+    case ERA_OP_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+}
+
+/* Runs one agreement over the contributions `in` of the P processes (the
+ * first n1 one group, the others the second; n1 = 0: an intra-communicator)
+ * with `dead` crashed before contributing; each survivor's decided int goes
+ * to out[]. Returns how many survivors decided. */
+static uint32_t agree_ints(uint32_t P, uint32_t n1, era_op_t op, era_mode_t mode, era_tree_t tree, const int32_t *in,
+                           const uint8_t *dead, int32_t *out, int *proc_failed)
+{
+    era_callbacks_t cb = {net_send, on_decide};
+    era_t *es[8];
+    node_t nd[8];
+    uint32_t ndecided = 0;
+    memset(nd, 0, sizeof nd);
+    net_reset();
+    for (uint32_t r = 0; r < P; r++) {
+        nd[r].rank = r;
+        es[r] = era_create(P, r, mode, tree, NULL, 0, &cb, &nd[r]);
+    }
+    for (uint32_t r = 0; r < P; r++) {
+        era_side_t side = !n1 ? ERA_SIDE_ALL : r < n1 ? ERA_SIDE_FIRST : ERA_SIDE_SECOND;
+        if (!dead[r]) CHECK(era_start_op(es[r], op, era_flag_of_int(op, side, in[r]), NULL, 0, NULL) == ERA_OK);
+    }
+    era_run(es, P, dead);
+    for (uint32_t r = 0; r < P; r++)
+        for (uint32_t d = 0; d < P; d++)
+            if (!dead[r] && dead[d]) era_failure(es[r], d);
+    era_run(es, P, dead);
+    for (uint32_t r = 0; r < P; r++) {
+        era_side_t side = !n1 ? ERA_SIDE_ALL : r < n1 ? ERA_SIDE_FIRST : ERA_SIDE_SECOND;
+        if (dead[r] || nd[r].ndecide != 1) continue;
+        out[r] = era_int_of_flag(op, side, nd[r].res.flag);
+        *proc_failed = nd[r].res.proc_failed;
+        ndecided++;
+    }
+    for (uint32_t r = 0; r < P; r++) era_destroy(es[r]);
+    return ndecided;
+}
+
+static void test_era_int_encoding(void)
+{
+    const era_side_t sides[3] = {ERA_SIDE_ALL, ERA_SIDE_FIRST, ERA_SIDE_SECOND};
+    for (size_t i = 0; i < NSAMPLES; i++) {
+        int32_t v = int_samples[i];
+        uint32_t u = (uint32_t)v;
+        /* AND: the other half all ones, the second group in the high half */
+        CHECK(era_flag_of_int(ERA_OP_BAND, ERA_SIDE_ALL, v) == (0xffffffff00000000ull | u));
+        CHECK(era_flag_of_int(ERA_OP_BAND, ERA_SIDE_FIRST, v) == (0xffffffff00000000ull | u));
+        CHECK(era_flag_of_int(ERA_OP_BAND, ERA_SIDE_SECOND, v) == (((uint64_t)u << 32) | 0xffffffffull));
+        for (int op = ERA_OP_BAND; op <= ERA_OP_MIN; op++) {
+            /* an intra-communicator gets its own int back */
+            CHECK(era_int_of_flag((era_op_t)op, ERA_SIDE_ALL, era_flag_of_int((era_op_t)op, ERA_SIDE_ALL, v)) == v);
+            if (op == ERA_OP_BAND) continue;
+            /* every other op ignores the side */
+            for (int sd = 1; sd < 3; sd++) {
+                CHECK(era_flag_of_int((era_op_t)op, sides[sd], v) == era_flag_of_int((era_op_t)op, ERA_SIDE_ALL, v));
+                CHECK(era_int_of_flag((era_op_t)op, sides[sd], era_flag_of_int((era_op_t)op, sides[sd], v)) == v);
+            }
+        }
+        /* an inter-communicator's AND gives each side the other's half */
+        CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_FIRST, era_flag_of_int(ERA_OP_BAND, ERA_SIDE_SECOND, v)) == v);
+        CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_SECOND, era_flag_of_int(ERA_OP_BAND, ERA_SIDE_FIRST, v)) == v);
+        CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_FIRST, era_flag_of_int(ERA_OP_BAND, ERA_SIDE_FIRST, v)) == -1);
+        CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_SECOND, era_flag_of_int(ERA_OP_BAND, ERA_SIDE_SECOND, v)) == -1);
+    }
+    /* combining two encoded ints with the core's op is the op on the ints
+     * (MAX and MIN: signed order); on an inter-communicator AND combines
+     * each group apart */
+    for (size_t i = 0; i < NSAMPLES; i++)
+        for (size_t j = 0; j < NSAMPLES; j++) {
+            int32_t a = int_samples[i], b = int_samples[j];
+            for (int op = ERA_OP_BAND; op <= ERA_OP_MIN; op++) {
+                uint64_t f = combine((era_op_t)op, era_flag_of_int((era_op_t)op, ERA_SIDE_ALL, a),
+                                     era_flag_of_int((era_op_t)op, ERA_SIDE_ALL, b));
+                CHECK(era_int_of_flag((era_op_t)op, ERA_SIDE_ALL, f) == int_combine((era_op_t)op, a, b));
+            }
+            int32_t c = int_samples[(i + j) % NSAMPLES];
+            uint64_t f = era_flag_of_int(ERA_OP_BAND, ERA_SIDE_FIRST, a) & era_flag_of_int(ERA_OP_BAND, ERA_SIDE_FIRST, b) &
+                         era_flag_of_int(ERA_OP_BAND, ERA_SIDE_SECOND, c);
+            CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_FIRST, f) == c);
+            CHECK(era_int_of_flag(ERA_OP_BAND, ERA_SIDE_SECOND, f) == (int32_t)((uint32_t)a & (uint32_t)b));
+        }
+
+    /* Through the core: an inter-communicator of 2 + 3 members, both modes,
+     * the binomial and the 4-nomial tree. */
+    const int32_t in[5] = {0x0ff0f00f, -0x100, 0x7ffffff3, -5, 0x3c3c3c3f};
+    const int32_t and_first = 0x0ff0f00f & -0x100, and_second = 0x7ffffff3 & -5 & 0x3c3c3c3f;
+    const era_tree_t trees[2] = {ERA_TREE_BINOMIAL, ERA_TREE_KNOMIAL4};
+    for (int mode = 0; mode < 2; mode++)
+        for (int ti = 0; ti < 2; ti++) {
+            era_tree_t t = trees[ti];
+            int32_t out[5];
+            int pf = -1;
+            const uint8_t none[5] = {0}, first_gone[5] = {1, 1, 0, 0, 0}, second_gone[5] = {0, 0, 1, 1, 1};
+            const uint8_t one_each[5] = {1, 0, 0, 1, 0};
+            CHECK(agree_ints(5, 2, ERA_OP_BAND, (era_mode_t)mode, t, in, none, out, &pf) == 5);
+            CHECK(out[0] == and_second && out[1] == and_second && pf == 0);
+            CHECK(out[2] == and_first && out[3] == and_first && out[4] == and_first);
+            /* one member of each group dies before contributing */
+            CHECK(agree_ints(5, 2, ERA_OP_BAND, (era_mode_t)mode, t, in, one_each, out, &pf) == 3);
+            CHECK(out[1] == (0x7ffffff3 & 0x3c3c3c3f) && out[2] == -0x100 && out[4] == -0x100 && pf == 1);
+            /* a whole group dies: the other side gets all ones (no remote int) */
+            CHECK(agree_ints(5, 2, ERA_OP_BAND, (era_mode_t)mode, t, in, first_gone, out, &pf) == 3);
+            CHECK(out[2] == -1 && out[3] == -1 && out[4] == -1 && pf == 1);
+            CHECK(agree_ints(5, 2, ERA_OP_BAND, (era_mode_t)mode, t, in, second_gone, out, &pf) == 2);
+            CHECK(out[0] == -1 && out[1] == -1 && pf == 1);
+            /* MAX and MIN combine over both groups, in signed order */
+            CHECK(agree_ints(5, 2, ERA_OP_MAX, (era_mode_t)mode, t, in, none, out, &pf) == 5);
+            CHECK(out[0] == 0x7ffffff3 && out[4] == 0x7ffffff3);
+            CHECK(agree_ints(5, 2, ERA_OP_MIN, (era_mode_t)mode, t, in, none, out, &pf) == 5);
+            CHECK(out[1] == -0x100 && out[3] == -0x100);
+            /* the same ints on an intra-communicator: AND over everyone */
+            CHECK(agree_ints(5, 0, ERA_OP_BAND, (era_mode_t)mode, t, in, none, out, &pf) == 5);
+            CHECK(out[0] == (and_first & and_second) && out[3] == (and_first & and_second));
+        }
+}
+
 int main(void)
 {
     q = calloc(NETMAX, sizeof *q);
@@ -607,6 +748,7 @@ int main(void)
     test_topology();
     test_bmg_api();
     test_era_api();
+    test_era_int_encoding();
     free(q);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
