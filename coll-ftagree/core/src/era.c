@@ -44,6 +44,10 @@
  *                            proposes, without waiting for the ACK wave.
  *   ERA_MUTANT_FIRST_INTERVAL a report's contributor list is merged only up
  *                            to its first interval (a sparse-encoding bug).
+ *   ERA_MUTANT_INTER_SIDES    on an inter-communicator each side reads its own
+ *                             group's AND instead of the other group's.
+ *   ERA_MUTANT_ONE_HALF       the second group's flags land in the first
+ *                             group's half of the 64-bit flag.
  */
 #include "era.h"
 
@@ -945,7 +949,12 @@ uint64_t era_flag_of_int(era_op_t op, era_side_t side, int32_t value)
     uint32_t v = (uint32_t)value;
     switch (op) {
     case ERA_OP_BAND:
+#ifdef ERA_MUTANT_ONE_HALF
+        (void)side;
+        return 0xffffffff00000000ull | v;
+#else
         return ERA_SIDE_SECOND == side ? ((uint64_t)v << 32) | 0xffffffffull : 0xffffffff00000000ull | v;
+#endif
     case ERA_OP_MAX:
     case ERA_OP_MIN:
         return (uint64_t)(v ^ 0x80000000u);
@@ -956,7 +965,11 @@ uint64_t era_flag_of_int(era_op_t op, era_side_t side, int32_t value)
 
 int32_t era_int_of_flag(era_op_t op, era_side_t side, uint64_t flag)
 {
+#ifdef ERA_MUTANT_INTER_SIDES
+    uint32_t v = (uint32_t)(ERA_OP_BAND == op && ERA_SIDE_SECOND == side ? flag >> 32 : flag & 0xffffffffu);
+#else
     uint32_t v = (uint32_t)(ERA_OP_BAND == op && ERA_SIDE_FIRST == side ? flag >> 32 : flag & 0xffffffffu);
+#endif
     if (ERA_OP_MAX == op || ERA_OP_MIN == op) v ^= 0x80000000u;
     return (int32_t)v;
 }
