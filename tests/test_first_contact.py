@@ -17,17 +17,15 @@ build in both, the send to the dead peer with the lazy cutoff only.
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from ftslide.errors import FtslideError
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.toolchain import mpi
 from ftslide.toolchain.mpi import compile_program
+from harness.clusters import module_cluster
 from mpiharness import MPI_SOURCES, OK, PF, MpiRun, assert_all, parse_run
 
 pytestmark = pytest.mark.mpi
@@ -47,17 +45,8 @@ def first_contact(mpi_prefix: Path, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="module")
 def one_slot_cluster() -> Iterator[netcluster.Cluster]:
     """4 emulated nodes with one slot each (rank R on node R); removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    name = f"f{uuid.uuid4().hex[:6]}"
-    made = netcluster.up(name, nodes=4, slots=1)
-    try:
+    with module_cluster("f", nodes=4, slots=1) as made:
         yield made
-    finally:
-        try:
-            netcluster.down(name)
-        except FtslideError:
-            pass
 
 
 def run_first_contact(prefix: Path, program: Path, marks: Path, options: tuple[str, ...],

@@ -16,16 +16,15 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from ftslide.errors import FtslideError
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.toolchain import mpi
+from harness.clusters import module_cluster
 from harness.ulfm_patterns import (MODULE_SETS, PATTERNS, SPINNER, Outcome, Pattern, build, busy, judge, plan,
                                    run_pattern)
 from mpiharness import MpiRun, parse_run, run_program
@@ -61,17 +60,10 @@ KNOWN_FAILURES = {
         strict=True, reason="upstream's coll/ftagree cannot agree on an intercommunicator after a failure, and "
                             "its shrink of one never returns even without a failure (issue 36)"),
     ("replace-spawnee-dies", "upstream"): pytest.mark.xfail(
-        reason="upstream's revoke forwarded to a spawned process nobody talked to waits in PMIx_Get when that "
-               "process is dead (issue 36; timing-dependent, hence not strict)"),
-    ("replace-spawnee-dies", "cluster"): pytest.mark.xfail(
-        reason="a replacement dying before the merge: MPI_Intercomm_merge retries its context-id allocation "
-               "for ever (issue 36, not fixed; depends on where the replacement dies, hence not strict)"),
+        reason="upstream's coll/ftagree: the survivors' MPIX_Comm_agree after a replacement died waits in "
+               "mca_coll_ftagree_era_intra (1 of 13 loaded runs on 2026-11-28 after patches ompi/22, pmix/04 and "
+               "prrte/12, which made our modules pass every run; timing-dependent, hence not strict)"),
 }
-
-
-CLUSTER_SPAWN_UNSETTLED = pytest.param("cluster", marks=pytest.mark.xfail(
-    reason="failed across the cluster in the full suite of 2026-11-28 on the build with prrte/20 (passed in the "
-           "spawn fix's own runs before prrte/20 joined it); not investigated yet, issue 36's note"))
 
 
 def with_known_failures(names, key: str | None = None) -> list:
@@ -241,17 +233,8 @@ def test_busy_processes_end_with_their_block():
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[netcluster.Cluster]:
     """A 4-node emulated cluster (2 slots a node) for this module; removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    name = f"p{uuid.uuid4().hex[:6]}"
-    made = netcluster.up(name, nodes=4, slots=2)
-    try:
+    with module_cluster("p", nodes=4, slots=2) as made:
         yield made
-    finally:
-        try:
-            netcluster.down(name)
-        except FtslideError:
-            pass
 
 
 @pytest.mark.timeout(900)
@@ -286,7 +269,7 @@ def run_here_or_across(where: str, request: pytest.FixtureRequest, prefix: Path,
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("where", ["node", CLUSTER_SPAWN_UNSETTLED])
+@pytest.mark.parametrize("where", ["node", "cluster"])
 def test_spawn_of_a_missing_program_fails_at_every_survivor(where, request, mpi_prefix, mpi_program):
     """spawn_missing.c (issue 36): rank 1 is SIGKILLed, the survivors shrink and MPI_Comm_spawn a
     program that is not there. Every survivor gets an error class back and none hangs; they agree that
@@ -308,7 +291,7 @@ def test_spawn_of_a_missing_program_fails_at_every_survivor(where, request, mpi_
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("where", ["node", CLUSTER_SPAWN_UNSETTLED])
+@pytest.mark.parametrize("where", ["node", "cluster"])
 def test_respawn_with_a_survivor_dying_before_the_spawn_ends(where, request, mpi_prefix, program):
     """respawn.c (issue 36): rank 3 dies at iteration 4 and rank 1, in the repair, just before its
     MPI_Comm_spawn (kill point spawn=1). The survivors that already know of that death return

@@ -13,16 +13,14 @@ Every run has a timeout (mpiharness.run_program, mpi.run) and its processes are 
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from ftslide.errors import FtslideError
 from ftslide.jobmgr import cluster as netcluster
 from ftslide.toolchain import mpi
+from harness.clusters import module_cluster
 from mpiharness import MODULES, OK, PF, REVOKED, MpiRun, assert_all, parse_run
 
 pytestmark = pytest.mark.mpi
@@ -76,17 +74,8 @@ def test_ft_parameters_read_their_values(mpi_program, run_mpi, value):
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[netcluster.Cluster]:
     """A 2-node emulated cluster, 2 slots a node, for this module; removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    name = f"u{uuid.uuid4().hex[:6]}"
-    made = netcluster.up(name, nodes=2, slots=2)
-    try:
+    with module_cluster("u", nodes=2, slots=2) as made:
         yield made
-    finally:
-        try:
-            netcluster.down(name)
-        except FtslideError:
-            pass
 
 
 def run_with_han(prefix: Path, cluster: netcluster.Cluster, program: Path, args: list[str],
