@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Iterator
@@ -279,15 +280,73 @@ def test_spawn_of_a_missing_program_fails_at_every_survivor(where, request, mpi_
     that failed makes it 183, with or without a process failure."""
     binary = mpi_program("conformance/spawn_missing.c")
     np = 4 if where == "node" else 6
-    survivors = [rank for rank in range(np) if rank != 1]
     for _ in range(3):
-        run = run_here_or_across(where, request, mpi_prefix, binary, np, {1: "before_spawn"})
-        assert run.killed == {1: "before_spawn"}, run.describe()
-        spawned = run.values("spawn", survivors)
-        assert all(value not in (None, "MPI_SUCCESS") for value in spawned.values()), run.describe()
-        for key, value in (("size", np - 1), ("agreed", 1), ("sum", np - 1), ("respawn", "MPI_SUCCESS"),
-                           ("merged_sum", np), ("finalized", 1)):
-            assert run.values(key, survivors) == dict.fromkeys(survivors, str(value)), (key, run.describe())
+        assert_spawn_missing_ended_right(run_here_or_across(where, request, mpi_prefix, binary, np,
+                                                            {1: "before_spawn"}), np)
+
+
+def assert_spawn_missing_ended_right(run: MpiRun, np: int) -> None:
+    """What every survivor of a spawn_missing.c run (rank 1 killed before the spawns) must report."""
+    survivors = [rank for rank in range(np) if rank != 1]
+    assert run.killed == {1: "before_spawn"}, run.describe()
+    spawned = run.values("spawn", survivors)
+    assert all(value not in (None, "MPI_SUCCESS") for value in spawned.values()), run.describe()
+    for key, value in (("size", np - 1), ("agreed", 1), ("sum", np - 1), ("respawn", "MPI_SUCCESS"),
+                       ("merged_sum", np), ("finalized", 1)):
+        assert run.values(key, survivors) == dict.fromkeys(survivors, str(value)), (key, run.describe())
+
+
+# The runtime's out-of-band TCP port of every daemon in the test below, so that a filter can pick the
+# HNP's messages out of the hub's traffic (no other test runs at the same time).
+HNP_OOB_PORT = "47311"
+
+
+@contextmanager
+def hnp_messages_slowed(cluster: netcluster.Cluster, node: int, rate: str = "20kbit") -> Iterator[None]:
+    """The HNP's (node 0's) out-of-band messages to ``node``'s daemon limited to ``rate`` on the hub's
+    port to that node (an HTB class with u32 filters on node 0's address and HNP_OOB_PORT); all other
+    traffic as before. The queueing discipline is removed afterwards."""
+    def tc(*args: str) -> None:
+        subprocess.run(["ip", "netns", "exec", cluster.hub, "tc", *args], check=True, capture_output=True,
+                       timeout=30)
+    port = f"n{node}"
+    # one segment per packet, so that the class's rate holds for the large writes of the launch message
+    subprocess.run(["ip", "netns", "exec", cluster.hub, "ip", "link", "set", "dev", port, "gso_max_segs", "1"],
+                   check=True, capture_output=True, timeout=30)
+    tc("qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "20")
+    try:
+        tc("class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "10gbit")
+        tc("class", "add", "dev", port, "parent", "1:", "classid", "1:30", "htb", "rate", rate, "ceil", rate,
+           "quantum", "1514")
+        for field in ("sport", "dport"):
+            tc("filter", "add", "dev", port, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip",
+               "src", f"{netcluster.address(0)}/32", "match", "ip", field, HNP_OOB_PORT, "0xffff", "flowid", "1:30")
+        yield
+    finally:
+        tc("qdisc", "del", "dev", port, "root")
+
+
+@pytest.mark.timeout(600)
+def test_spawn_with_the_launch_message_late_at_one_node(mpi_prefix, mpi_program):
+    """spawn_missing.c at np 6 over 4 emulated nodes, rank 1 killed before the spawns, with the HNP's
+    messages to node 2's daemon slowed to 20 kbit/s: the survivors on node 2 call the connect of the
+    real spawn before their daemon has the new job's launch message. Before patch prrte/13 their
+    daemon asked the data server for a key nobody publishes and failed the connect with NOT_FOUND, and
+    every other parent and the new process waited in PMIx_Connect for ever (4 runs of 4); now it waits
+    for the launch message. 2 runs; each must end right everywhere."""
+    binary = mpi_program("conformance/spawn_missing.c")
+    with module_cluster("s", nodes=4, slots=2) as made, hnp_messages_slowed(made, 2):
+        env = {"FTSLIDE_KILL": "1@before_spawn", **netcluster.launch_environment()}
+        for _ in range(2):
+            try:
+                result = mpi.run(mpi_prefix, ["--prtemca", "oob_tcp_static_ipv4_ports", HNP_OOB_PORT,
+                                              "-np", "6", str(binary)], timeout=120, env=env,
+                                 stacks_on_timeout=True, wrap=lambda argv: netcluster.job_argv(made, argv))
+            except mpi.MpirunTimeout as exc:
+                raise AssertionError(f"{exc}\n{exc.stdout[-3000:]}\n{exc.stderr[-3000:]}\n{exc.stacks[-6000:]}") from None
+            run = parse_run(result.returncode, result.stdout, result.stderr)
+            assert "dpm.c" not in result.stderr, run.describe()
+            assert_spawn_missing_ended_right(run, 6)
 
 
 @pytest.mark.timeout(900)
