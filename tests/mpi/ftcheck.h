@@ -61,6 +61,20 @@ static inline MPI_Comm ftcheck_dup_world(void)
 /* Report the error class of an MPI return code under KEY. */
 #define FTCHECK_RC(key, rc) FTCHECK(key, "%s", ftcheck_class(rc))
 
+/* The MPI_COMM_WORLD rank of rank `rank` of comm (kill plans and reports
+ * name processes by their world rank). */
+static inline int ftcheck_world_rank(MPI_Comm comm, int rank)
+{
+    MPI_Group group, world_group;
+    int w;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_translate_ranks(group, 1, &rank, world_group, &w);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    return w;
+}
+
 /* The verdict of a pattern program (tests/mpi/patterns) on its own run, one
  * per surviving rank, printed just before MPI_Finalize: "outcome=ok", or
  * "outcome=wrong" preceded by "why=WHY" (the first thing found wrong). */

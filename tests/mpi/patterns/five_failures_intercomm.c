@@ -38,18 +38,6 @@
 
 #include "ftcheck.h"
 
-static int world_of(MPI_Comm comm, int rank)
-{
-    MPI_Group group, world_group;
-    int w;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &rank, world_group, &w);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
-    return w;
-}
-
 /* count, sum of world ranks and set of world ranks of comm's members */
 static void members(MPI_Comm comm, long long out[3])
 {
@@ -59,7 +47,7 @@ static void members(MPI_Comm comm, long long out[3])
     out[1] = 0;
     out[2] = 0;
     for (int i = 0; i < size; i++) {
-        int w = world_of(comm, i);
+        int w = ftcheck_world_rank(comm, i);
         out[1] += w;
         out[2] |= 1ll << w;
     }
@@ -73,7 +61,7 @@ static int work(MPI_Comm comm, int me, int rounds, int count, const char **why)
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    int left_world = world_of(comm, left);
+    int left_world = ftcheck_world_rank(comm, left);
     long long expect[3];
     members(comm, expect);
     int *out = malloc(sizeof(int) * (size_t)count), *in = malloc(sizeof(int) * (size_t)count);

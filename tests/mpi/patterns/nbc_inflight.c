@@ -47,18 +47,6 @@
 
 #include "ftcheck.h"
 
-static int world_of(MPI_Comm comm, int rank)
-{
-    MPI_Group group, world_group;
-    int w;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &rank, world_group, &w);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
-    return w;
-}
-
 /* An invalid error code (below 0: Open MPI's internal codes) gives INVALID_CODE
  * instead of MPI_Error_class's own error, which MPI_COMM_WORLD's handler makes fatal. */
 #define INVALID_CODE (-1)
@@ -126,7 +114,7 @@ int main(int argc, char **argv)
             MPI_Comm_size(comm, &size);
             int root = next % size;
             long long weight = 0;
-            for (int i = 0; i < size; i++) weight += world_of(comm, i) + 1;
+            for (int i = 0; i < size; i++) weight += ftcheck_world_rank(comm, i) + 1;
             long long mine = (long long)(me + 1) * (next + 1), sum = -1;
             if (rank == root) ftcheck_payload_fill(buf, count, me, next);
             else buf[0] = buf[1] = -1;
@@ -166,7 +154,7 @@ int main(int argc, char **argv)
             }
             if (sum != weight * (next + 1) && why == NULL)
                 why = "an Iallreduce does not match the members of its communicator";
-            if (!ftcheck_payload_ok(buf, count, world_of(comm, root), next) && why == NULL)
+            if (!ftcheck_payload_ok(buf, count, ftcheck_world_rank(comm, root), next) && why == NULL)
                 why = "an Ibcast did not deliver the root's payload";
             result[next] = sum;
         }

@@ -42,25 +42,13 @@
 
 #include "ftcheck.h"
 
-static int world_of(MPI_Comm comm, int rank)
-{
-    MPI_Group group, world_group;
-    int w;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &rank, world_group, &w);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
-    return w;
-}
-
 /* sum of (world rank + 1) over comm's members */
 static long long member_weight(MPI_Comm comm)
 {
     int size;
     long long total = 0;
     MPI_Comm_size(comm, &size);
-    for (int i = 0; i < size; i++) total += world_of(comm, i) + 1;
+    for (int i = 0; i < size; i++) total += ftcheck_world_rank(comm, i) + 1;
     return total;
 }
 
@@ -129,7 +117,7 @@ int main(int argc, char **argv)
             int right = (rank + 1) % size, left = (rank + size - 1) % size;
             rc = MPI_Sendrecv(out, 2, MPI_INT, right, next, in, 2, MPI_INT, left, next, comm, MPI_STATUS_IGNORE);
             if (rc != MPI_SUCCESS) break;
-            if ((in[0] != world_of(comm, left) || in[1] != next) && why == NULL)
+            if ((in[0] != ftcheck_world_rank(comm, left) || in[1] != next) && why == NULL)
                 why = "a ring message not from the left neighbour";
             result[next] = sum;
         }

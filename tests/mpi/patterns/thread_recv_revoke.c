@@ -62,18 +62,6 @@ struct threads {
     const char *why;
 };
 
-static int world_of(MPI_Comm comm, int rank)
-{
-    MPI_Group group, world_group;
-    int w;
-    MPI_Comm_group(comm, &group);
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_translate_ranks(group, 1, &rank, world_group, &w);
-    MPI_Group_free(&group);
-    MPI_Group_free(&world_group);
-    return w;
-}
-
 static void *listener(void *arg)
 {
     struct threads *t = arg;
@@ -93,7 +81,7 @@ static void *worker(void *arg)
     int me = ftcheck_rank(), rank, size;
     MPI_Comm_rank(t->comm, &rank);
     MPI_Comm_size(t->comm, &size);
-    int right = (rank + 1) % size, left = (rank + size - 1) % size, left_world = world_of(t->comm, left);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, left_world = ftcheck_world_rank(t->comm, left);
     /* start the ring once the listener is (nearly) inside its receive */
     struct timespec pause = {0, 1000000};
     while (!atomic_load(&t->posted)) nanosleep(&pause, NULL);
@@ -172,7 +160,7 @@ int main(int argc, char **argv)
         int rank, size;
         MPI_Comm_rank(first.comm, &rank);
         MPI_Comm_size(first.comm, &size);
-        right_world = world_of(first.comm, (rank + 1) % size);
+        right_world = ftcheck_world_rank(first.comm, (rank + 1) % size);
     }
     int work_class = error_class(first.work_rc), listen_class = error_class(first.listen_rc);
     FTCHECK_RC("worker", first.work_rc);
@@ -242,12 +230,12 @@ int main(int argc, char **argv)
         FTCHECK_RC("again_listener", again.listen_rc);
         why = "the threads failed on the shrunk communicator";
     }
-    if (why == NULL && again.listen_value != world_of(shrunk, (rank + 1) % size))
+    if (why == NULL && again.listen_value != ftcheck_world_rank(shrunk, (rank + 1) % size))
         why = "on the shrunk communicator the listener got a message not from its right neighbour";
     if (again.acked_group != MPI_GROUP_EMPTY) MPI_Group_free(&again.acked_group);
 
     long long mine = me, sum = -1, expect = 0;
-    for (int i = 0; i < size; i++) expect += world_of(shrunk, i);
+    for (int i = 0; i < size; i++) expect += ftcheck_world_rank(shrunk, i);
     rc = MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, shrunk);
     if (why == NULL && rc != MPI_SUCCESS) why = "the Allreduce on the shrunk communicator failed";
     if (why == NULL && sum != expect) why = "the sum on the shrunk communicator is not its members'";
