@@ -255,18 +255,24 @@ def run_here_or_across(where: str, request: pytest.FixtureRequest, prefix: Path,
     """``binary`` on ``np`` ranks with the named kills, on one node (``where`` "node") or across this
     module's emulated cluster ("cluster"); an AssertionError with the stuck processes' stacks when it
     does not end within ``timeout``."""
-    options: dict = {}
+    wrap = None
     env = {"FTSLIDE_KILL": ",".join(f"{rank}@{point}" for rank, point in kill.items())}
     if where == "cluster":
         made = request.getfixturevalue("cluster")
-        options["wrap"] = lambda argv: netcluster.job_argv(made, argv)
+        wrap = lambda argv: netcluster.job_argv(made, argv)  # noqa: E731
         env.update(netcluster.launch_environment())
+    result = run_or_show_stacks(prefix, ["-np", str(np), str(binary)], timeout, env, wrap)
+    return parse_run(result.returncode, result.stdout, result.stderr)
+
+
+def run_or_show_stacks(prefix: Path, args: list[str], timeout: float, env: dict[str, str],
+                       wrap=None) -> subprocess.CompletedProcess[str]:
+    """``mpirun ARGS``; an AssertionError with its output and the stuck processes' stacks when it does
+    not end within ``timeout``."""
     try:
-        result = mpi.run(prefix, ["-np", str(np), str(binary)], timeout=timeout, env=env, stacks_on_timeout=True,
-                         **options)
+        return mpi.run(prefix, args, timeout=timeout, env=env, stacks_on_timeout=True, wrap=wrap)
     except mpi.MpirunTimeout as exc:
         raise AssertionError(f"{exc}\n{exc.stdout[-3000:]}\n{exc.stderr[-3000:]}\n{exc.stacks[-6000:]}") from None
-    return parse_run(result.returncode, result.stdout, result.stderr)
 
 
 @pytest.mark.timeout(900)
@@ -338,12 +344,9 @@ def test_spawn_with_the_launch_message_late_at_one_node(mpi_prefix, mpi_program)
     with module_cluster("s", nodes=4, slots=2) as made, hnp_messages_slowed(made, 2):
         env = {"FTSLIDE_KILL": "1@before_spawn", **netcluster.launch_environment()}
         for _ in range(2):
-            try:
-                result = mpi.run(mpi_prefix, ["--prtemca", "oob_tcp_static_ipv4_ports", HNP_OOB_PORT,
-                                              "-np", "6", str(binary)], timeout=120, env=env,
-                                 stacks_on_timeout=True, wrap=lambda argv: netcluster.job_argv(made, argv))
-            except mpi.MpirunTimeout as exc:
-                raise AssertionError(f"{exc}\n{exc.stdout[-3000:]}\n{exc.stderr[-3000:]}\n{exc.stacks[-6000:]}") from None
+            result = run_or_show_stacks(mpi_prefix, ["--prtemca", "oob_tcp_static_ipv4_ports", HNP_OOB_PORT,
+                                                     "-np", "6", str(binary)], 120, env,
+                                        lambda argv: netcluster.job_argv(made, argv))
             run = parse_run(result.returncode, result.stdout, result.stderr)
             assert "dpm.c" not in result.stderr, run.describe()
             assert_spawn_missing_ended_right(run, 6)
