@@ -66,16 +66,17 @@ def parse_run(returncode: int, stdout: str, stderr: str) -> MpiRun:
 def run_program(prefix: Path, program: Path, np: int, args: Sequence[str] = (),
                 kill: Mapping[int, str] | None = None, timeout: float = 60,
                 mpirun_options: Sequence[str] = (), env: Mapping[str, str] | None = None) -> MpiRun:
-    """Run ``program`` on ``np`` ranks; SIGKILL rank R at point P for each R: P in ``kill``."""
+    """Run ``program`` on ``np`` ranks; SIGKILL rank R at point P for each R: P in ``kill``. A run that
+    does not end within ``timeout`` fails with its output and the stuck processes' stacks."""
     extra = dict(env or {})
     if kill:
         extra["FTSLIDE_KILL"] = ",".join(f"{rank}@{point}" for rank, point in kill.items())
     try:
         result = mpi.run(prefix, [*mpirun_options, "-np", str(np), str(program), *args],
-                         timeout=timeout, env=extra)
+                         timeout=timeout, env=extra, stacks_on_timeout=True)
     except mpi.MpirunTimeout as exc:
         hung = parse_run(-9, exc.stdout, exc.stderr)
-        raise AssertionError(f"{exc}\n{hung.describe()}") from None
+        raise AssertionError(f"{exc}\n{hung.describe()}\n{exc.stacks[-6000:]}") from None
     run = parse_run(result.returncode, result.stdout, result.stderr)
     for rank, point in (kill or {}).items():
         assert run.killed.get(rank) == point, f"rank {rank} was not killed at {point}:\n{run.describe()}"

@@ -228,6 +228,8 @@ int main(int argc, char **argv)
     if (why == NULL && (again.work_rc != MPI_SUCCESS || !again.all_done || again.listen_rc != MPI_SUCCESS)) {
         FTCHECK_RC("again_worker", again.work_rc);
         FTCHECK_RC("again_listener", again.listen_rc);
+        FTCHECK_RC("again_agree", again.agree_rc);
+        FTCHECK("again_all_done", "%d", again.all_done);
         why = "the threads failed on the shrunk communicator";
     }
     if (why == NULL && again.listen_value != ftcheck_world_rank(shrunk, (rank + 1) % size))
