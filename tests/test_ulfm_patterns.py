@@ -250,6 +250,21 @@ def test_pattern_across_the_emulated_cluster(name, cluster, mpi_prefix, program)
     assert outcome.ok, describe(outcome)
 
 
+@pytest.mark.timeout(900)
+def test_replacement_whose_new_process_dies_survives_across_the_cluster(cluster, mpi_prefix, program):
+    """replace-spawnee-dies at np 8 over the 4 nodes, our modules, seeds 1 to 10: a rank dies, the
+    survivors spawn its replacement, the new process dies inside the replacement, which is retried.
+    prterun crashed in 5 or 6 of 40 such runs: prrte/20 released a direct-modex request that our PMIx
+    server had just answered, under its queued answer event. With freed memory filled
+    (MALLOC_PERTURB_) the crash came in 4 of 20 runs, so ten runs catch it nine times in ten."""
+    pattern = PATTERNS["replace-spawnee-dies"]
+    env = {**netcluster.launch_environment(), "MALLOC_PERTURB_": "165"}
+    for seed in range(1, 11):
+        outcome = run_pattern(mpi_prefix, program(pattern), pattern, 8, seed, "ours", timeout=120,
+                              cluster=cluster, wrap=lambda argv: netcluster.job_argv(cluster, argv), env=env)
+        assert outcome.ok, describe(outcome)
+
+
 def run_here_or_across(where: str, request: pytest.FixtureRequest, prefix: Path, binary: Path, np: int,
                        kill: dict[int, str], timeout: float = 120) -> MpiRun:
     """``binary`` on ``np`` ranks with the named kills, on one node (``where`` "node") or across this
