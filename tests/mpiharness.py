@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pytest
 
@@ -65,15 +65,17 @@ def parse_run(returncode: int, stdout: str, stderr: str) -> MpiRun:
 
 def run_program(prefix: Path, program: Path, np: int, args: Sequence[str] = (),
                 kill: Mapping[int, str] | None = None, timeout: float = 60,
-                mpirun_options: Sequence[str] = (), env: Mapping[str, str] | None = None) -> MpiRun:
+                mpirun_options: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                wrap: Callable[[list[str]], list[str]] | None = None) -> MpiRun:
     """Run ``program`` on ``np`` ranks; SIGKILL rank R at point P for each R: P in ``kill``. A run that
-    does not end within ``timeout`` fails with its output and the stuck processes' stacks."""
+    does not end within ``timeout`` fails with its output and the stuck processes' stacks. ``wrap``
+    turns the mpirun argv into the one to run (across an emulated cluster: jobmgr.cluster.job_argv)."""
     extra = dict(env or {})
     if kill:
         extra["FTSLIDE_KILL"] = ",".join(f"{rank}@{point}" for rank, point in kill.items())
     try:
         result = mpi.run(prefix, [*mpirun_options, "-np", str(np), str(program), *args],
-                         timeout=timeout, env=extra, stacks_on_timeout=True)
+                         timeout=timeout, env=extra, stacks_on_timeout=True, wrap=wrap)
     except mpi.MpirunTimeout as exc:
         hung = parse_run(-9, exc.stdout, exc.stderr)
         raise AssertionError(f"{exc}\n{hung.describe()}\n{exc.stacks[-6000:]}") from None

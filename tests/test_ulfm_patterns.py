@@ -24,11 +24,10 @@ from typing import Iterator
 import pytest
 
 from ftslide.jobmgr import cluster as netcluster
-from ftslide.toolchain import mpi
 from harness.clusters import module_cluster
 from harness.ulfm_patterns import (MODULE_SETS, PATTERNS, SPINNER, Outcome, Pattern, build, busy, judge, plan,
                                    run_pattern)
-from mpiharness import MpiRun, parse_run, run_program
+from mpiharness import MpiRun, run_program
 
 pytestmark = pytest.mark.mpi
 
@@ -268,26 +267,12 @@ def test_replacement_whose_new_process_dies_survives_across_the_cluster(cluster,
 def run_here_or_across(where: str, request: pytest.FixtureRequest, prefix: Path, binary: Path, np: int,
                        kill: dict[int, str], timeout: float = 120) -> MpiRun:
     """``binary`` on ``np`` ranks with the named kills, on one node (``where`` "node") or across this
-    module's emulated cluster ("cluster"); an AssertionError with the stuck processes' stacks when it
-    does not end within ``timeout``."""
-    wrap = None
-    env = {"FTSLIDE_KILL": ",".join(f"{rank}@{point}" for rank, point in kill.items())}
-    if where == "cluster":
-        made = request.getfixturevalue("cluster")
-        wrap = lambda argv: netcluster.job_argv(made, argv)  # noqa: E731
-        env.update(netcluster.launch_environment())
-    result = run_or_show_stacks(prefix, ["-np", str(np), str(binary)], timeout, env, wrap)
-    return parse_run(result.returncode, result.stdout, result.stderr)
-
-
-def run_or_show_stacks(prefix: Path, args: list[str], timeout: float, env: dict[str, str],
-                       wrap=None) -> subprocess.CompletedProcess[str]:
-    """``mpirun ARGS``; an AssertionError with its output and the stuck processes' stacks when it does
-    not end within ``timeout``."""
-    try:
-        return mpi.run(prefix, args, timeout=timeout, env=env, stacks_on_timeout=True, wrap=wrap)
-    except mpi.MpirunTimeout as exc:
-        raise AssertionError(f"{exc}\n{exc.stdout[-3000:]}\n{exc.stderr[-3000:]}\n{exc.stacks[-6000:]}") from None
+    module's emulated cluster ("cluster"); run_program's checks and hang report."""
+    if where != "cluster":
+        return run_program(prefix, binary, np, kill=kill, timeout=timeout)
+    made = request.getfixturevalue("cluster")
+    return run_program(prefix, binary, np, kill=kill, timeout=timeout, env=netcluster.launch_environment(),
+                       wrap=lambda argv: netcluster.job_argv(made, argv))
 
 
 @pytest.mark.timeout(900)
@@ -357,13 +342,12 @@ def test_spawn_with_the_launch_message_late_at_one_node(mpi_prefix, mpi_program)
     for the launch message. 2 runs; each must end right everywhere."""
     binary = mpi_program("conformance/spawn_missing.c")
     with module_cluster("s", nodes=4, slots=2) as made, hnp_messages_slowed(made, 2):
-        env = {"FTSLIDE_KILL": "1@before_spawn", **netcluster.launch_environment()}
         for _ in range(2):
-            result = run_or_show_stacks(mpi_prefix, ["--prtemca", "oob_tcp_static_ipv4_ports", HNP_OOB_PORT,
-                                                     "-np", "6", str(binary)], 120, env,
-                                        lambda argv: netcluster.job_argv(made, argv))
-            run = parse_run(result.returncode, result.stdout, result.stderr)
-            assert "dpm.c" not in result.stderr, run.describe()
+            run = run_program(mpi_prefix, binary, 6, kill={1: "before_spawn"}, timeout=120,
+                              mpirun_options=["--prtemca", "oob_tcp_static_ipv4_ports", HNP_OOB_PORT],
+                              env=netcluster.launch_environment(),
+                              wrap=lambda argv: netcluster.job_argv(made, argv))
+            assert "dpm.c" not in run.stderr, run.describe()
             assert_spawn_missing_ended_right(run, 6)
 
 
