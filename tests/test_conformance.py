@@ -185,6 +185,21 @@ def test_job_ends_after_its_last_nonzero_exit(mpi_program, run_mpi):
     assert_all(run, "late_exit", [3, 4, 5], "1")
 
 
+def test_abort_ends_the_callers_job_with_its_code(mpi_program, run_mpi):
+    """MPI_Abort under --with-ft ulfm (patch prrte/21). np 3, rank 1 calls MPI_Abort(MPI_COMM_WORLD, 5):
+    the job ends with 5 and nobody finalizes (before, ranks 0 and 2 lived on and waited for ever in
+    MPI_Finalize). np 3 spawning one process each that aborts with 7: the spawning job lives on and
+    finalizes, and mpirun returns 7, the spawned job's code, as without --with-ft and as 5.0.11 does."""
+    program = mpi_program("conformance/abort.c")
+    run = run_mpi(program, 3, args=["world"], timeout=60)
+    assert run.returncode == 5, run.describe()
+    assert run.value(1, "aborting") == "1", run.describe()
+    assert run.values("finalized", [0, 1, 2]) == dict.fromkeys([0, 1, 2]), run.describe()
+    run = run_mpi(program, 3, args=["spawned"], timeout=60)
+    assert run.returncode == 7, run.describe()
+    assert_all(run, "finalized", [0, 1, 2], "1")
+
+
 def test_runtime_connections_send_at_once(mpi_program, run_mpi):
     """np 2, nobody killed: every connected TCP socket of a rank (its link to the PMIx server) has
     TCP_NODELAY set (patch pmix/02). Without it a failure event waited about 40 ms in the server's socket

@@ -332,19 +332,32 @@ def missed_kills(planned: Mapping[int, str], landed: Mapping[int, str]) -> str:
     return ", ".join(f"rank {rank} at {point}" for rank, point in sorted(planned.items()) if rank not in landed)
 
 
+# What Open MPI prints when a process's MPI_Init fails under MPI_ERRORS_ARE_FATAL. A replacement
+# spawned while one of its parents dies cannot connect, aborts with MPI_ERR_UNKNOWN and so ends its
+# own job only; mpirun returns that code (patch prrte/21, as without --with-ft and as 5.0.11 does).
+INIT_ABORT = "An error occurred in MPI_Init"
+INIT_ABORT_CODE = 14
+
+
+def new_process_aborted(returncode: int, stderr: str) -> bool:
+    """mpirun's exit status is a process's abort in MPI_Init, see INIT_ABORT."""
+    return returncode == INIT_ABORT_CODE and INIT_ABORT in stderr
+
+
 def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapping[str, str]],
           landed: Mapping[int, str], message_bytes: int | None = None, *,
-          planned: Mapping[int, str]) -> tuple[str, str]:
+          planned: Mapping[int, str], init_aborted: bool = False) -> tuple[str, str]:
     """(verdict, detail) of a finished run that was to kill ``planned`` ({rank: point}, plan) and
     killed ``landed`` (every kill line of the run); ``message_bytes``: the size the run was to send
     (for a pattern that reads FTCHECK_MESSAGE_BYTES, every survivor must report it).
 
-    ``error``: mpirun's exit status is not 0. ``wrong``: a rank died at a point the plan did not name
+    ``error``: mpirun's exit status is not 0, unless ``init_aborted`` says a process aborted in
+    MPI_Init (new_process_aborted): then the survivors' checks decide. ``wrong``: a rank died at a point the plan did not name
     (another rank or another point), or a check failed (a survivor's own verdict, the values they
     must share, the survivor count, the message size, ``finalized=1``). ``missed``: every check
     passed but a planned kill did not land, so the run tested less than it was drawn for; a planned
     victim that did not die is judged as a survivor, and a wrong run names its missed kills too."""
-    if returncode != 0:
+    if returncode != 0 and not init_aborted:
         return "error", f"mpirun exited with {returncode}"
     missed = missed_kills(planned, landed)
     also = f" (planned kills that did not land: {missed})" if missed else ""
@@ -432,7 +445,8 @@ def run_pattern(prefix: Path, binary: Path, pattern: Pattern, np: int, seed: int
     run = parse_run(result.returncode, result.stdout, result.stderr)
     outcome.landed = dict(run.killed)  # all of them: judge compares them with the plan
     outcome.verdict, outcome.detail = judge(pattern, np, result.returncode, run.reports, outcome.landed, size,
-                                            planned=kills)
+                                            planned=kills,
+                                            init_aborted=new_process_aborted(result.returncode, result.stderr))
     if not outcome.ok:
         outcome.output = (result.stdout + result.stderr)[-6000:]
     return outcome
