@@ -116,6 +116,8 @@ def main() -> int:
                         help="busy processes beside each run (default 0)")
     parser.add_argument("--seed", type=int, default=1, help="first seed of each cell (default 1)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds before a run counts as a hang (default 60)")
+    parser.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
+                        help="an MCA parameter for every run, e.g. mpi_add_procs_cutoff=0 (repeatable)")
     parser.add_argument("--json", type=Path, help="also write every outcome to this file")
     parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                         help="print the tables of saved campaigns (--json files) instead of running")
@@ -142,8 +144,11 @@ def main() -> int:
         problem = next((p for p in (message_problem(s) for s in sizes if s is not None) if p), None)
         if problem:
             raise ValueError(problem)
+        mca = [item.split("=", 1) for item in args.mca]
+        if any(len(pair) != 2 or not pair[0] or not pair[1] for pair in mca):
+            raise ValueError(f"--mca takes NAME=VALUE, not {args.mca}")
     except (KeyError, ValueError) as exc:
-        print(f"campaign.py: error: bad --patterns/--modules/--where/--np/--runs/--load/--message-size ({exc}); "
+        print(f"campaign.py: error: bad --patterns/--modules/--where/--np/--runs/--load/--message-size/--mca ({exc}); "
               f"patterns: {','.join(PATTERNS)}; modules: {','.join(MODULE_SETS)}; where: node,cluster",
               file=sys.stderr)
         return 2
@@ -196,7 +201,9 @@ def main() -> int:
                     for module_set in module_sets(pattern, here):
                         outcome = run_pattern(prefix_of[module_set], binaries[(prefix_of[module_set], pattern.name)],
                                               pattern, np, args.seed + k, module_set, timeout=args.timeout,
-                                              message_bytes=size, load=load, **launch)
+                                              message_bytes=size, load=load,
+                                              extra=[word for name, value in mca for word in ("--mca", name, value)],
+                                              **launch)
                         outcome.where = where
                         outcomes.append(outcome)
                         if not outcome.ok:
@@ -217,7 +224,8 @@ def main() -> int:
         if cluster is not None:
             netcluster.down(cluster.name)
     report(outcomes, args.json)
-    print(f"{len(outcomes)} runs in {time.monotonic() - started:.0f} s")
+    print(f"{len(outcomes)} runs in {time.monotonic() - started:.0f} s"
+          + (f", every run with --mca {' --mca '.join(args.mca)}" if args.mca else ""))
     if stopped:
         return 130
     return 1 if any(o.modules == "ours" and not o.ok for o in outcomes) else 0

@@ -296,7 +296,20 @@ typedef struct era_ad {
     uint64_t *dF;      /* P x (ninst+1) x W */
     uint32_t n1;       /* inter-communicator: size of the first group (0: intra) */
     int32_t *intin;    /* inter: P x (ninst+1), the 32-bit int each process contributed */
+    uint8_t *kindin;   /* P x (ninst+1): the call kind each process started with */
+    uint8_t *dkc;      /* P x (ninst+1): the decided kind_conflict */
 } era_ad_t;
+
+/* The call kind (era_start_kind) of process r in instance inst: the last
+ * process calls something else in every odd instance (an agree against the
+ * others' shrink), so each conflict is decided under every crash point of
+ * that process (its kind counts iff it contributed), and the even instances
+ * check that equal kinds decide no conflict. Kinds change no message flow,
+ * so the explored schedules are the same as without them. */
+static uint8_t era_kind_of(const era_ad_t *a, uint32_t r, uint64_t inst)
+{
+    return (inst % 2 == 1 && r == a->P - 1 && a->P > 1) ? 1 : 0;
+}
 
 /* Which group a process belongs to, as era_flag_of_int / era_int_of_flag
  * name it. */
@@ -332,6 +345,7 @@ static void era_cb_decide(void *c, const era_result_t *res)
     if (!a->started[ix]) sim_violation(s, "p%u decided instance %llu it never started", r, (unsigned long long)res->inst);
     a->dflag[ix] = res->flag;
     a->derr[ix] = (uint8_t)res->proc_failed;
+    a->dkc[ix] = (uint8_t)res->kind_conflict;
     uint64_t *F = &a->dF[ix * a->W];
     memset(F, 0, a->W * sizeof(uint64_t));
     for (uint32_t i = 0; i < res->nfailed; i++) {
@@ -366,6 +380,8 @@ static int era_setup(sim_t *s)
     a->dF = xcalloc(slots * a->W, sizeof(uint64_t));
     a->n1 = prm->inter_first;
     a->intin = xcalloc(slots, sizeof(int32_t));
+    a->kindin = xcalloc(slots, 1);
+    a->dkc = xcalloc(slots, 1);
     sim_set_pdata(s, a);
     era_callbacks_t cb = {era_cb_send, era_cb_decide};
     for (uint32_t r = 0; r < P; r++) {
@@ -396,6 +412,8 @@ static void era_teardown(sim_t *s)
     free(a->derr);
     free(a->dF);
     free(a->intin);
+    free(a->kindin);
+    free(a->dkc);
     free(a);
     sim_set_pdata(s, NULL);
 }
@@ -424,12 +442,13 @@ static void era_on_local(sim_t *s, uint32_t rank, uint64_t inst)
         flag = era_flag_of_int(ERA_OP_BAND, era_side_of(a, rank), (int32_t)v);
     }
     a->flagin[ix] = flag;
+    a->kindin[ix] = era_kind_of(a, rank, inst);
     a->started[ix] = 1;
     uint32_t *list = xcalloc(a->P ? a->P : 1, sizeof *list), nl = 0;
     for (uint32_t k = a->P; k-- > 0;) /* any order is accepted: give it descending */
         if (bget(ack, k)) list[nl++] = k;
     uint64_t got = 0;
-    int rc = era_start(a->core[rank], flag, list, nl, &got);
+    int rc = era_start_kind(a->core[rank], ERA_OP_BAND, a->kindin[ix], flag, list, nl, &got);
     free(list);
     if (rc == ERA_EPROTO)
         sim_violation(s, "validity: alive p%u cannot start instance %llu: the previous decision lists it as failed", rank,
@@ -455,7 +474,7 @@ static void era_on_fail(sim_t *s, uint32_t observer, uint32_t dead)
 
 static int same_decision(const era_ad_t *a, size_t i, size_t j)
 {
-    return a->dflag[i] == a->dflag[j] && a->derr[i] == a->derr[j] &&
+    return a->dflag[i] == a->dflag[j] && a->derr[i] == a->derr[j] && a->dkc[i] == a->dkc[j] &&
            memcmp(&a->dF[i * a->W], &a->dF[j * a->W], a->W * sizeof(uint64_t)) == 0;
 }
 
@@ -464,7 +483,7 @@ static void era_check_validity(sim_t *s, era_ad_t *a, uint32_t r, int inst)
     size_t ix = IX(a, r, inst);
     const uint64_t *F = &a->dF[ix * a->W];
     uint64_t expect_flag = ~(uint64_t)0;
-    int expect_err = 0;
+    int expect_err = 0, expect_kc = 0, kind = -1;
     for (uint32_t k = 0; k < a->P; k++) {
         int inF = bget(F, k);
         int wasF = inst > 1 ? bget(&a->dF[IX(a, r, inst - 1) * a->W], k) : 0;
@@ -483,6 +502,8 @@ static void era_check_validity(sim_t *s, era_ad_t *a, uint32_t r, int inst)
             return;
         }
         expect_flag &= a->flagin[kx];
+        if (kind >= 0 && kind != a->kindin[kx]) expect_kc = 1;
+        kind = a->kindin[kx];
     }
     for (uint32_t k = 0; k < a->P && !expect_err; k++) {
         if (bget(F, k)) continue;
@@ -516,6 +537,9 @@ static void era_check_validity(sim_t *s, era_ad_t *a, uint32_t r, int inst)
     }
     if (a->derr[ix] != expect_err)
         sim_violation(s, "uniform error: p%u instance %d error %d, rule gives %d", r, inst, a->derr[ix], expect_err);
+    if (a->dkc[ix] != expect_kc)
+        sim_violation(s, "kind conflict: p%u instance %d decided conflict %d, the contributors' kinds give %d", r, inst,
+                      a->dkc[ix], expect_kc);
 }
 
 /* Inter-communicator statistics: did a whole group crash, did some decision
@@ -570,10 +594,13 @@ static void era_check(sim_t *s)
             if (!a->decided[ix]) continue;
             era_check_validity(s, a, r, inst);
             if (!same_decision(a, ix, IX(a, ref, inst)) && (strict || !sim_dead(s, r))) {
-                sim_violation(s, "%sagreement: instance %d: p%u%s decided flag %016llx err %d, p%lld decided flag %016llx err %d",
+                sim_violation(s,
+                              "%sagreement: instance %d: p%u%s decided flag %016llx err %d conflict %d, p%lld decided "
+                              "flag %016llx err %d conflict %d",
                               sim_dead(s, r) ? "uniform " : "", inst, r, sim_dead(s, r) ? " (crashed later)" : "",
-                              (unsigned long long)a->dflag[ix], a->derr[ix], (long long)ref,
-                              (unsigned long long)a->dflag[IX(a, ref, inst)], a->derr[IX(a, ref, inst)]);
+                              (unsigned long long)a->dflag[ix], a->derr[ix], a->dkc[ix], (long long)ref,
+                              (unsigned long long)a->dflag[IX(a, ref, inst)], a->derr[IX(a, ref, inst)],
+                              a->dkc[IX(a, ref, inst)]);
             }
         }
     }

@@ -53,7 +53,9 @@ extern const sim_proto_t proto_bmg;
  * flag, error and failed set), validity (the failed set contains the
  * previous one and otherwise only crashed processes; every other process
  * contributed; flag = AND of their flags; error = some failed process is not
- * acknowledged by some contributor).
+ * acknowledged by some contributor; kind conflict = the contributors'
+ * call kinds differ, where the last process starts every odd instance
+ * with another kind than the others, so agreement covers that bit too).
  * Inter-communicator (prm->inter_first = n1 >= 1): ranks 0..n1-1 are the
  * first group, n1..P-1 the second; each process contributes a 32-bit int
  * through era_flag_of_int(ERA_OP_BAND, its side, int), and besides the

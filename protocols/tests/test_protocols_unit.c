@@ -386,13 +386,13 @@ static void test_era_api(void)
     uint32_t nf = 99, acked[2] = {0, 5};
     CHECK(era_start(one, 0xf0, NULL, 0, &inst) == ERA_OK && inst == 1);
     CHECK(nd[0].ndecide == 1 && nd[0].res.flag == 0xf0 && nd[0].res.proc_failed == 0 && nd[0].res.nfailed == 0);
-    CHECK(era_test(one, 1, &flag, &err, &fl, &nf) == 1 && flag == 0xf0 && err == 0 && nf == 0);
+    CHECK(era_test(one, 1, &flag, &err, &fl, &nf, NULL) == 1 && flag == 0xf0 && err == 0 && nf == 0);
     CHECK(era_start(one, 1, acked, 2, &inst) == ERA_EINVAL); /* rank 5 out of range */
     CHECK(era_start(one, 1, NULL, 0, &inst) == ERA_OK && inst == 2);
     CHECK(era_start(one, 1, NULL, 0, &inst) == ERA_OK && inst == 3);
-    CHECK(era_test(one, 1, &flag, &err, NULL, NULL) == ERA_EGONE); /* collected after instance 2 decided */
-    CHECK(era_test(one, 3, &flag, &err, NULL, NULL) == 1);
-    CHECK(era_test(one, 9, &flag, &err, NULL, NULL) == ERA_EINVAL);
+    CHECK(era_test(one, 1, &flag, &err, NULL, NULL, NULL) == ERA_EGONE); /* collected after instance 2 decided */
+    CHECK(era_test(one, 3, &flag, &err, NULL, NULL, NULL) == 1);
+    CHECK(era_test(one, 9, &flag, &err, NULL, NULL, NULL) == ERA_EINVAL);
     era_destroy(one);
 
     /* wire robustness and EBUSY */
@@ -741,6 +741,79 @@ static void test_era_int_encoding(void)
         }
 }
 
+/* Call kinds (era_start_kind): processes that entered one instance from
+ * different calls decide kind_conflict = 1, all of them, in both modes and
+ * every shape; equal kinds decide 0 and the usual flag; a crash before
+ * contributing takes the crashed process's kind out of the combination. */
+static void test_era_kinds(void)
+{
+    era_callbacks_t cb = {net_send, on_decide};
+    node_t nd[5];
+    uint64_t inst;
+    era_t *one = era_create(1, 0, ERA_MODE_UNIFORM, ERA_TREE_BINOMIAL, NULL, 0, &cb, &nd[0]);
+    memset(nd, 0, sizeof nd);
+    CHECK(era_start_kind(one, ERA_OP_BAND, ERA_KIND_CONFLICT, 1, NULL, 0, &inst) == ERA_EINVAL);
+    CHECK(era_start_kind(one, ERA_OP_BAND, ERA_KIND_MAX, 1, NULL, 0, &inst) == ERA_OK && inst == 1);
+    CHECK(nd[0].ndecide == 1 && nd[0].res.kind_conflict == 0); /* one process: nothing to disagree with */
+    era_destroy(one);
+
+    /* scenario: 0 all kind 0; 1 all kind 3; 2 rank 3 kind 1; 3 rank 0 (the
+     * root) kind 1; 4 rank 3 kind 1 and rank 1 crashed before contributing;
+     * 5 rank 1 (the only other kind) crashed before contributing */
+    for (int sc = 0; sc < 6; sc++)
+        for (int t = 0; t < 3; t++)
+            for (int mode = 0; mode < 2; mode++) {
+                era_t *es[5];
+                uint8_t dead[5] = {0};
+                uint32_t kind[5] = {0};
+                if (sc == 1)
+                    for (int r = 0; r < 5; r++) kind[r] = 3;
+                if (sc == 2 || sc == 4) kind[3] = 1;
+                if (sc == 3) kind[0] = 1;
+                if (sc == 5) kind[1] = 1;
+                if (sc >= 4) dead[1] = 1;
+                int conflict = sc >= 2 && sc <= 4;
+                memset(nd, 0, sizeof nd);
+                net_reset();
+                for (uint32_t r = 0; r < 5; r++) {
+                    nd[r].rank = r;
+                    es[r] = era_create(5, r, mode ? ERA_MODE_EARLY : ERA_MODE_UNIFORM, (era_tree_t)t, NULL, 0, &cb,
+                                       &nd[r]);
+                }
+                for (uint32_t r = 0; r < 5; r++)
+                    if (!dead[r]) CHECK(era_start_kind(es[r], ERA_OP_BAND, kind[r], ~((uint64_t)1 << r), NULL, 0, NULL) == ERA_OK);
+                era_run(es, 5, dead);
+                for (uint32_t r = 0; r < 5; r++)
+                    if (!dead[r] && dead[1]) era_failure(es[r], 1);
+                era_run(es, 5, dead);
+                for (uint32_t r = 0; r < 5; r++) {
+                    if (dead[r]) continue;
+                    uint64_t flag = 0;
+                    int err = -1, kc = -1;
+                    uint32_t nf = 9;
+                    CHECK(nd[r].ndecide == 1 && nd[r].res.kind_conflict == conflict);
+                    CHECK(era_test(es[r], 1, &flag, &err, NULL, &nf, &kc) == 1 && kc == conflict);
+                    CHECK(era_rejected(es[r]) == 0); /* another kind is merged, never ignored */
+                    if (dead[1]) {
+                        CHECK(nf == 1 && nd[r].F[0] == 1 && err == 1 && flag == ~(uint64_t)0x1d);
+                    } else {
+                        CHECK(nf == 0 && err == 0 && flag == ~(uint64_t)0x1f);
+                    }
+                }
+                /* the next instance, every kind equal again: no conflict left over */
+                for (uint32_t r = 0; r < 5; r++)
+                    if (!dead[r]) CHECK(era_start_kind(es[r], ERA_OP_MAX, 2, r, NULL, 0, NULL) == ERA_OK);
+                era_run(es, 5, dead);
+                for (uint32_t r = 0; r < 5; r++) {
+                    if (dead[r]) continue;
+                    CHECK(nd[r].ndecide == 2 && nd[r].res.inst == 2 && nd[r].res.kind_conflict == 0 &&
+                          nd[r].res.flag == 4);
+                }
+                for (uint32_t r = 0; r < 5; r++) era_destroy(es[r]);
+            }
+    net_reset();
+}
+
 int main(void)
 {
     q = calloc(NETMAX, sizeof *q);
@@ -749,6 +822,7 @@ int main(void)
     test_bmg_api();
     test_era_api();
     test_era_int_encoding();
+    test_era_kinds();
     free(q);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);

@@ -11,6 +11,10 @@
  *   - proc_failed: the uniform error: 1 iff some process in `failed` was not
  *                  acknowledged by every contributor (the acknowledged sets
  *                  are contributed and intersected), the same at every process.
+ *   - kind_conflict: 1 iff the contributors started the instance with
+ *                  different call kinds (era_start_kind), the same at every
+ *                  process: callers that disagree on what they called get
+ *                  told so everywhere instead of one side waiting for ever.
  *
  * Like bmg.h this is a pure state machine (no I/O, no MPI, no globals):
  *
@@ -99,6 +103,7 @@ typedef struct era_result {
     uint64_t inst;          /* instance number, 1-based */
     uint64_t flag;          /* AND of the contributors' flags */
     int proc_failed;        /* uniform error (see above) */
+    int kind_conflict;      /* the contributors' call kinds differed (see above) */
     uint32_t nfailed;       /* number of ranks in `failed` */
     const uint32_t *failed; /* the agreed failed set: nfailed ranks, ascending */
 } era_result_t;
@@ -112,7 +117,8 @@ typedef struct era era_t;
 
 /* Upper bound of the size of any message for nprocs ranks (a failure-free
  * message is at most 56 bytes whatever nprocs; the size grows with the number
- * of failures, never with nprocs). */
+ * of failures, never with nprocs). The call kinds cost nothing: they ride in
+ * two bytes of the fixed 32-byte header. */
 size_t era_max_msg_size(uint32_t nprocs);
 
 /* Tree topology (pure functions over positions 0..n-1). Parent of pos > 0
@@ -184,6 +190,19 @@ int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, u
 /* The same with `flag` combined by `op` instead of AND (the decided flag is
  * then the op over the contributors' flags; ERA_EINVAL for an unknown op). */
 int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst);
+/* The same, with this process's call kind: a small integer (0 to
+ * ERA_KIND_MAX) naming what the caller asked for, so that processes that
+ * entered the same instance from different calls (one agreeing, one
+ * shrinking) are told apart. Kinds combine along the tree like the flag:
+ * equal kinds stay, different ones give ERA_KIND_CONFLICT; the decided
+ * kind_conflict (era_result_t, era_test) is 1 at every deciding process iff
+ * some two contributors differed. The flag, error and failed set are decided
+ * as usual either way; with a conflict the flag mixes callers' values and
+ * means nothing. era_start and era_start_op start with kind 0. */
+#define ERA_KIND_MAX 254u
+#define ERA_KIND_CONFLICT 255u
+int era_start_kind(era_t *e, era_op_t op, uint32_t kind, uint64_t flag, const uint32_t *acked, uint32_t nacked,
+                   uint64_t *inst);
 /* A message from `from` arrived. ERA_EPROTO means a malformed message or one
  * no correct peer could have sent; the state is unchanged then. */
 int era_recv(era_t *e, uint32_t from, const void *msg, size_t len);
@@ -196,9 +215,9 @@ int era_progress(era_t *e);
 /* 1 and the result if instance `inst` has decided here, 0 if it has not,
  * ERA_EGONE if it was garbage-collected, ERA_EINVAL otherwise. *failed (may
  * be NULL) points to the agreed failed set (ascending ranks, *nfailed of
- * them), valid until the next call on `e`. */
+ * them), valid until the next call on `e`. Every output pointer may be NULL. */
 int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, const uint32_t **failed,
-             uint32_t *nfailed);
+             uint32_t *nfailed, int *kind_conflict);
 
 /* The agreed failed set of the last decided instance (initial set before):
  * ascending ranks, *n of them; valid until the next call on `e`. */

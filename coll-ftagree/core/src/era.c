@@ -28,7 +28,15 @@
  *                   new root what the sender holds.
  *   DOWN            PROPOSE(ballot, value) (uniform mode) or DECIDE(value).
  *   ACK(ballot)     uniform mode: the sender's subtree holds this proposal.
- * A value is (flag, error, the failures it adds to A as a rank list).
+ * A value is (flag, error, kinds-conflict bit, the failures it adds to A as
+ * a rank list).
+ * Call kinds (era_start_kind): every report also carries its subtree's
+ * combined kind (equal kinds stay, different ones become ERA_KIND_CONFLICT),
+ * and a fresh value records whether the contributors' kinds conflicted, so
+ * that bit is decided like the flag. Kinds never make a message ignored.
+ * Header (32 bytes): magic, version, type, sub, n u32, instance u64,
+ * ballot u32, the value's error, the value's conflict bit, the sender's
+ * subtree kind (reports), one zero byte, view u64.
  * Every process ignores messages from processes it knows are dead.
  *
  * Mutants for the model checker (test binaries only):
@@ -48,6 +56,8 @@
  *                             group's AND instead of the other group's.
  *   ERA_MUTANT_ONE_HALF       the second group's flags land in the first
  *                             group's half of the 64-bit flag.
+ *   ERA_MUTANT_LOCAL_KIND     the conflict bit a process reports is its own
+ *                             merged kinds, not the decided value's.
  */
 #include "era.h"
 
@@ -57,7 +67,7 @@
 #include "ftslide_corekit.h"
 
 #define ERA_WIRE_MAGIC 0xEAu
-#define ERA_WIRE_VERSION 2u
+#define ERA_WIRE_VERSION 3u /* 3: the header carries the call kinds */
 #define ERA_HDR 32u
 
 enum { MSG_UP = 1, MSG_RESULT_REQUEST = 2, MSG_DOWN = 3, MSG_ACK = 4 };
@@ -88,6 +98,7 @@ typedef struct ivl {
 typedef struct era_val {
     uint64_t flag;
     int err;
+    int conflict; /* the contributors started with different kinds */
     uset_t F; /* failures added to A (ranks) */
 } era_val_t;
 
@@ -108,6 +119,7 @@ typedef struct era_rec {
     uset_t AK;          /* their tree-order keys (order_key), ascending */
     era_op_t op;        /* how flags combine (era_start_op) */
     uint64_t agg_flag;  /* combination of the flags merged so far */
+    uint8_t agg_kind;   /* combination of the kinds merged so far (kind_combine) */
     int acks_all;       /* agg_acks is still "everything" (nothing merged) */
     uset_t agg_acks;    /* intersection of acknowledged sets */
     uset_t own_acks;
@@ -284,6 +296,7 @@ static void val_clear(era_val_t *v)
 {
     v->flag = 0;
     v->err = 0;
+    v->conflict = 0;
     v->F.n = 0;
 }
 
@@ -292,6 +305,7 @@ static void val_copy(era_t *e, era_val_t *dst, const era_val_t *src)
     if (dst == src) return;
     dst->flag = src->flag;
     dst->err = src->err;
+    dst->conflict = src->conflict;
     us_copy(e, &dst->F, &src->F);
 }
 
@@ -300,10 +314,10 @@ static void val_copy(era_t *e, era_val_t *dst, const era_val_t *src)
  * so a message from a process whose previous decision differs from ours is
  * recognised and ignored (in early mode such a process has crashed; in
  * uniform mode it cannot exist). */
-static uint64_t view_of(uint64_t inst, uint64_t flag, int err, const uset_t *F)
+static uint64_t view_of(uint64_t inst, uint64_t flag, int err, int conflict, const uset_t *F)
 {
     uint64_t h = 0x243f6a8885a308d3ull ^ inst;
-    uint64_t in[3] = {flag, (uint64_t)(err != 0), F->n};
+    uint64_t in[3] = {flag, (uint64_t)(err != 0) | (uint64_t)(conflict != 0) << 1, F->n};
     for (uint64_t i = 0; i < 3 + (uint64_t)F->n; i++) {
         h ^= i < 3 ? in[i] : F->v[i - 3];
         h *= 0x9e3779b97f4a7c15ull;
@@ -519,6 +533,7 @@ static void rec_clear(era_t *e, era_rec_t *r, uint64_t id)
     r->A.n = 0;
     r->AK.n = 0;
     r->agg_flag = ~(uint64_t)0;
+    r->agg_kind = 0;
     r->acks_all = 1;
     r->agg_acks.n = 0;
     r->own_acks.n = 0;
@@ -600,7 +615,9 @@ static unsigned char *msgbuf(era_t *e, size_t len)
     return e->buf;
 }
 
-static unsigned char *hdr(era_t *e, era_rec_t *r, size_t len, int type, int sub, uint32_t ballot, int err)
+/* `v`: the value the message carries (its error and conflict bit travel
+ * here), NULL for none. */
+static unsigned char *hdr(era_t *e, era_rec_t *r, size_t len, int type, int sub, uint32_t ballot, const era_val_t *v)
 {
     unsigned char *p = msgbuf(e, len);
     if (!p) return NULL;
@@ -612,7 +629,9 @@ static unsigned char *hdr(era_t *e, era_rec_t *r, size_t len, int type, int sub,
     fck_put_u32(p + 4, e->n);
     fck_put_u64(p + 8, r->id);
     fck_put_u32(p + 16, ballot);
-    p[20] = (unsigned char)(err ? 1 : 0);
+    p[20] = (unsigned char)(v && v->err ? 1 : 0);
+    p[21] = (unsigned char)(v && v->conflict ? 1 : 0);
+    p[22] = r->agg_kind; /* read from reports only */
     fck_put_u64(p + 24, r->view);
     return p;
 }
@@ -644,7 +663,7 @@ static void send_report(era_t *e, era_rec_t *r, uint32_t dest)
     int type = r->up_sent ? MSG_RESULT_REQUEST : MSG_UP;
     uint32_t nack = r->acks_all ? 0 : r->agg_acks.n;
     size_t len = ERA_HDR + 16 + 8 * (size_t)r->contrib.n + 4 * (size_t)nack + (kind ? 12 + 4 * (size_t)r->held.F.n : 0);
-    unsigned char *p = hdr(e, r, len, type, kind, kind ? r->hb : 0, kind ? r->held.err : 0);
+    unsigned char *p = hdr(e, r, len, type, kind, kind ? r->hb : 0, kind ? &r->held : NULL);
     if (!p) return;
     size_t off = ERA_HDR;
     fck_put_u64(p + off, r->agg_flag);
@@ -661,7 +680,7 @@ static void send_report(era_t *e, era_rec_t *r, uint32_t dest)
 static void send_down(era_t *e, era_rec_t *r, uint32_t dest, int phase)
 {
     size_t len = ERA_HDR + 12 + 4 * (size_t)r->held.F.n;
-    unsigned char *p = hdr(e, r, len, MSG_DOWN, phase, r->hb, r->held.err);
+    unsigned char *p = hdr(e, r, len, MSG_DOWN, phase, r->hb, &r->held);
     if (!p) return;
     put_value(p + ERA_HDR, &r->held);
     emit(e, dest, len);
@@ -669,7 +688,7 @@ static void send_down(era_t *e, era_rec_t *r, uint32_t dest, int phase)
 
 static void send_ack(era_t *e, era_rec_t *r, uint32_t dest, uint32_t ballot)
 {
-    if (!hdr(e, r, ERA_HDR, MSG_ACK, 0, ballot, 0)) return;
+    if (!hdr(e, r, ERA_HDR, MSG_ACK, 0, ballot, NULL)) return;
     emit(e, dest, ERA_HDR);
 }
 
@@ -701,6 +720,7 @@ static void fresh_value(era_t *e, era_rec_t *r, era_val_t *v)
         if (i < r->contrib.n) at = r->contrib.v[2 * i + 1];
     }
     v->err = r->acks_all ? 0 : unacked(&r->A, &v->F, &r->agg_acks);
+    v->conflict = r->agg_kind == ERA_KIND_CONFLICT;
 }
 
 static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t *v)
@@ -714,7 +734,7 @@ static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t 
 #endif
     if (r->id > e->last_decided) e->last_decided = r->id;
     us_copy(e, &e->agreed, &r->full);
-    e->agreed_view = view_of(r->id, r->held.flag, r->held.err, &r->full);
+    e->agreed_view = view_of(r->id, r->held.flag, r->held.err, r->held.conflict, &r->full);
     /* GC rule: once instance s decides here, instance s-1 can never be asked
      * for again by a live process (see docs/protocols.md). */
     if (r->id > 1) gc(e, r->id - 1);
@@ -723,6 +743,11 @@ static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t 
         res.inst = r->id;
         res.flag = r->held.flag;
         res.proc_failed = r->held.err;
+#ifdef ERA_MUTANT_LOCAL_KIND
+        res.kind_conflict = r->agg_kind == ERA_KIND_CONFLICT;
+#else
+        res.kind_conflict = r->held.conflict;
+#endif
         res.nfailed = r->full.n;
         res.failed = r->full.v;
         e->cb.decide(e->ctx, &res);
@@ -885,7 +910,7 @@ era_t *era_create(uint32_t n, uint32_t me, era_mode_t mode, era_tree_t tree, con
         era_destroy(e);
         return NULL;
     }
-    e->agreed_view = view_of(0, 0, 0, &e->agreed);
+    e->agreed_view = view_of(0, 0, 0, 0, &e->agreed);
     return e;
 }
 
@@ -939,9 +964,20 @@ static uint64_t combine(era_op_t op, uint64_t a, uint64_t b)
     }
 }
 
+/* Kinds form a flat order with ERA_KIND_CONFLICT on top: equal kinds stay,
+ * any two different ones (or anything with the top) give the top. Idempotent,
+ * commutative and associative like the flag's operations, so a report merged
+ * twice, or along another path, gives the same combination. */
+static uint8_t kind_combine(uint8_t a, uint8_t b) { return a == b ? a : (uint8_t)ERA_KIND_CONFLICT; }
+
 int era_start(era_t *e, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
 {
-    return era_start_op(e, ERA_OP_BAND, flag, acked, nacked, inst);
+    return era_start_kind(e, ERA_OP_BAND, 0, flag, acked, nacked, inst);
+}
+
+int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
+{
+    return era_start_kind(e, op, 0, flag, acked, nacked, inst);
 }
 
 uint64_t era_flag_of_int(era_op_t op, era_side_t side, int32_t value)
@@ -974,9 +1010,10 @@ int32_t era_int_of_flag(era_op_t op, era_side_t side, uint64_t flag)
     return (int32_t)v;
 }
 
-int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, uint32_t nacked, uint64_t *inst)
+int era_start_kind(era_t *e, era_op_t op, uint32_t kind, uint64_t flag, const uint32_t *acked, uint32_t nacked,
+                   uint64_t *inst)
 {
-    if (!e || (nacked && !acked) || op < ERA_OP_BAND || op > ERA_OP_MIN) return ERA_EINVAL;
+    if (!e || (nacked && !acked) || op < ERA_OP_BAND || op > ERA_OP_MIN || kind > ERA_KIND_MAX) return ERA_EINVAL;
     for (uint32_t i = 0; i < nacked; i++)
         if (acked[i] >= e->n) return ERA_EINVAL;
     if (e->last_started != e->last_decided) return ERA_EBUSY;
@@ -992,6 +1029,7 @@ int era_start_op(era_t *e, era_op_t op, uint64_t flag, const uint32_t *acked, ui
     r->my = pos_of(e, r, e->me);
     r->op = op;
     r->agg_flag = flag; /* nothing was merged before the start (early messages wait in pend) */
+    r->agg_kind = (uint8_t)kind;
     r->own_acks.n = 0;
     for (uint32_t i = 0; i < nacked; i++) us_add(e, &r->own_acks, acked[i]);
     us_copy(e, &r->agg_acks, &r->own_acks);
@@ -1047,7 +1085,7 @@ static int parse_header(const era_t *e, const unsigned char *p, size_t len, int 
     *type = p[2];
     *sub = p[3];
     *id = fck_get_u64(p + 8);
-    if (*id == 0 || p[20] > 1) return ERA_EPROTO;
+    if (*id == 0 || p[20] > 1 || p[21] > 1) return ERA_EPROTO;
     size_t off = ERA_HDR;
     switch (*type) {
     case MSG_UP:
@@ -1109,6 +1147,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
     era_val_t *v = &e->tmpv;
     v->flag = 0;
     v->err = p[20] != 0;
+    v->conflict = p[21] != 0;
     v->F.n = 0;
     if (fck_get_u64(p + 24) != r->view) {
         e->nrejected++; /* sender built a different tree: ignore it */
@@ -1127,6 +1166,7 @@ static void handle(era_t *e, era_rec_t *r, uint32_t from, const unsigned char *p
             return;
         }
         r->agg_flag = combine(r->op, r->agg_flag, f);
+        r->agg_kind = kind_combine(r->agg_kind, p[22]); /* another kind: a conflict, never a reason to drop it */
         for (uint32_t i = 0; i < ni; i++, off += 8) {
 #ifdef ERA_MUTANT_FIRST_INTERVAL
             if (i > 0) continue;
@@ -1236,7 +1276,7 @@ int era_progress(era_t *e)
 }
 
 int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, const uint32_t **failed,
-             uint32_t *nfailed)
+             uint32_t *nfailed, int *kind_conflict)
 {
     if (!e || inst == 0) return ERA_EINVAL;
     for (int i = 0; i < ERA_NREC; i++) {
@@ -1245,6 +1285,11 @@ int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, co
         if (!r->decided) return 0;
         if (flag) *flag = r->held.flag;
         if (proc_failed) *proc_failed = r->held.err;
+#ifdef ERA_MUTANT_LOCAL_KIND
+        if (kind_conflict) *kind_conflict = r->agg_kind == ERA_KIND_CONFLICT;
+#else
+        if (kind_conflict) *kind_conflict = r->held.conflict;
+#endif
         if (failed) *failed = r->full.v;
         if (nfailed) *nfailed = r->full.n;
         return 1;

@@ -104,6 +104,7 @@ struct mca_coll_ftera_request_t {
     ompi_group_t **outgroup;         /* NULL, or where the agreed failed group goes */
     uint64_t flag;                   /* contribution, read at the call, encoded for op */
     era_op_t op;                     /* how contributions combine */
+    uint32_t kind;                   /* the call kind (era_start_kind; coll_ftera_module.c, ftera_kind()) */
     uint32_t *acked;                 /* acknowledged ranks, read at the call (freed at start) */
     uint32_t nacked;
     uint32_t acked_inline[8];        /* acked's storage for up to 8 ranks (no allocation) */

@@ -341,6 +341,7 @@ static void ftera_request_construct(mca_coll_ftera_request_t *r)
     r->contrib = NULL;
     r->outgroup = NULL;
     r->flag = 0;
+    r->kind = 0;
     r->acked = NULL;
     r->nacked = 0;
     r->qnext = NULL;
@@ -387,10 +388,10 @@ static void core_decide(void *ctx, const era_result_t *res)
 {
     mca_coll_ftera_module_t *m = (mca_coll_ftera_module_t *) ctx;
     m->decided = 1;
-    FTERA_OUT(10, "coll:ftera: comm %s rank %d decided instance %" PRIu64 ": flag 0x%08x, %s, %u failed",
+    FTERA_OUT(10, "coll:ftera: comm %s rank %d decided instance %" PRIu64 ": flag 0x%08x, %s, %u failed%s",
               ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), res->inst,
               (unsigned) (res->flag & 0xffffffffu), res->proc_failed ? "PROC_FAILED" : "success",
-              res->nfailed);
+              res->nfailed, res->kind_conflict ? ", callers' kinds conflict" : "");
 }
 
 static const era_callbacks_t core_callbacks = {.send = core_send, .decide = core_decide};
@@ -436,13 +437,25 @@ static void release_acked(mca_coll_ftera_request_t *r)
     r->acked = NULL;
 }
 
+/* The call kind of an agreement (era_start_kind): what the caller asked
+ * for, so that processes that entered the same instance from different calls
+ * are told apart. MPIX_Comm_agree/iagree pass no group to update; Open MPI's
+ * internal callers (the shrink, the context-id allocation, the
+ * inter-communicator merge) do; and the op separates the shrink's AND from
+ * the context-id allocation's MAX and MIN. An agree on one side of an
+ * inter-communicator and a shrink on the other thus have kinds 0 and 1. */
+static uint32_t ftera_kind(era_op_t op, bool grp_update)
+{
+    return (uint32_t) op * 2u + (grp_update ? 1u : 0u);
+}
+
 static int ftera_start(mca_coll_ftera_module_t *m, mca_coll_ftera_request_t *r)
 {
     feed_known_failures(m);
     uint64_t inst = 0;
     m->t_start_ns = ftera_now_ns();
     m->t_failure_ns = 0;
-    int rc = era_start_op(m->era, r->op, r->flag, r->acked, r->nacked, &inst);
+    int rc = era_start_kind(m->era, r->op, r->kind, r->flag, r->acked, r->nacked, &inst);
     uint32_t nacked = r->nacked;
     release_acked(r);
     if (ERA_OK != rc) {
@@ -474,13 +487,11 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
         int proc_failed = 0;
         const uint32_t *failed = NULL;
         uint32_t nfailed = 0;
-        int rc = era_test(m->era, m->req_inst, &flag, &proc_failed, &failed, &nfailed);
+        int kind_conflict = 0;
+        int rc = era_test(m->era, m->req_inst, &flag, &proc_failed, &failed, &nfailed, &kind_conflict);
         if (1 != rc) {
             err = MPI_ERR_INTERN;
         } else {
-            if (NULL != r->contrib) {
-                *r->contrib = era_int_of_flag(r->op, ftera_side(m), flag);
-            }
             /* The uniform error tells MPIX_Comm_agree's caller that a failure it did
              * not acknowledge was agreed. Open MPI's internal callers (the shrink,
              * the context-id allocation) ask for the agreed failed set instead
@@ -488,6 +499,22 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
              * with that set to get a success: they get the set and the value now,
              * the same at every survivor, without that extra round. */
             err = (proc_failed && NULL == r->outgroup) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
+            if (kind_conflict) {
+                /* The callers disagree on the call (an agree here, a shrink
+                 * there): every process of the instance learns it alike and
+                 * completes with MPI_ERR_OTHER, its int and failed group left
+                 * as they were, so that a shrink stops before its context-id
+                 * allocation instead of waiting there for partners that never
+                 * come. Not MPI_ERR_ARG: a process whose own call was valid
+                 * gets it too; what is wrong is the collective as a whole.
+                 * The agreed failures hold all the same (below). */
+                err = MPI_ERR_OTHER;
+                FTERA_OUT(1, "coll:ftera: comm %s rank %d: the members entered agreement %" PRIu64
+                          " from different calls (agree, shrink, ...): MPI_ERR_OTHER everywhere",
+                          ompi_comm_print_cid(m->comm), ompi_comm_rank(m->comm), m->req_inst);
+            } else if (NULL != r->contrib) {
+                *r->contrib = era_int_of_flag(r->op, ftera_side(m), flag);
+            }
             uint64_t now = ftera_now_ns();
             mca_coll_ftera_pv_agree_ns += now - m->t_start_ns;
             if (0 != m->t_failure_ns) mca_coll_ftera_pv_detect_ns += m->t_failure_ns - m->t_start_ns;
@@ -509,7 +536,7 @@ static void ftera_complete(mca_coll_ftera_module_t *m, int force_error)
                     ompi_errhandler_proc_failed(p);
                 }
             }
-            if (NULL != r->outgroup) {
+            if (NULL != r->outgroup && !kind_conflict) {
                 ompi_group_t *g = NULL;
                 if (NULL != *r->outgroup) {
                     OBJ_RELEASE(*r->outgroup);
@@ -817,6 +844,7 @@ static int ftera_iagree(void *contrib, int dt_count, ompi_datatype_t *dt, ompi_o
     r->contrib = (int *) contrib;
     r->outgroup = grp_update ? group : NULL;
     r->op = eop;
+    r->kind = ftera_kind(eop, grp_update);
     r->flag = era_flag_of_int(eop, ftera_side(m), *(int32_t *) contrib);
 
     OBJ_RETAIN(r); /* the module's reference, dropped at completion */
