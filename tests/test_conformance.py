@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from mpiharness import OK, PF, REVOKED, assert_all
+
 pytestmark = pytest.mark.mpi
-
-PF = "MPIX_ERR_PROC_FAILED"
-REVOKED = "MPIX_ERR_REVOKED"
-OK = "MPI_SUCCESS"
-
-
-def assert_all(run, key, ranks, expected):
-    got = run.values(key, ranks)
-    assert got == {rank: expected for rank in ranks}, f"{key}: {got}\n{run.describe()}"
 
 
 def test_error_after_failure(mpi_program, run_mpi):

@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from mpiharness import OK, PF, assert_all
+
 pytestmark = pytest.mark.mpi
 
-OK = "MPI_SUCCESS"
-PF = "MPIX_ERR_PROC_FAILED"
 CONFLICT = "MPI_ERR_OTHER"
-
-
-def assert_all(run, key, ranks, expected):
-    got = run.values(key, ranks)
-    assert got == {rank: expected for rank in ranks}, f"{key}: {got}\n{run.describe()}"
 
 
 def contribution(mode: str, np: int, rank: int) -> str:
