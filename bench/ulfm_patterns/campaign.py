@@ -147,6 +147,7 @@ def main() -> int:
         mca = [item.split("=", 1) for item in args.mca]
         if any(len(pair) != 2 or not pair[0] or not pair[1] for pair in mca):
             raise ValueError(f"--mca takes NAME=VALUE, not {args.mca}")
+        mca_options = [word for name, value in mca for word in ("--mca", name, value)]
     except (KeyError, ValueError) as exc:
         print(f"campaign.py: error: bad --patterns/--modules/--where/--np/--runs/--load/--message-size/--mca ({exc}); "
               f"patterns: {','.join(PATTERNS)}; modules: {','.join(MODULE_SETS)}; where: node,cluster",
@@ -201,9 +202,7 @@ def main() -> int:
                     for module_set in module_sets(pattern, here):
                         outcome = run_pattern(prefix_of[module_set], binaries[(prefix_of[module_set], pattern.name)],
                                               pattern, np, args.seed + k, module_set, timeout=args.timeout,
-                                              message_bytes=size, load=load,
-                                              extra=[word for name, value in mca for word in ("--mca", name, value)],
-                                              **launch)
+                                              message_bytes=size, load=load, extra=mca_options, **launch)
                         outcome.where = where
                         outcomes.append(outcome)
                         if not outcome.ok:

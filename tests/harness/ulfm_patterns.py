@@ -352,8 +352,8 @@ def judge(pattern: Pattern, np: int, returncode: int, reports: Mapping[int, Mapp
     (for a pattern that reads FTCHECK_MESSAGE_BYTES, every survivor must report it).
 
     ``error``: mpirun's exit status is not 0, unless ``init_aborted`` says a process aborted in
-    MPI_Init (new_process_aborted): then the survivors' checks decide. ``wrong``: a rank died at a point the plan did not name
-    (another rank or another point), or a check failed (a survivor's own verdict, the values they
+    MPI_Init (new_process_aborted): then the survivors' checks decide. ``wrong``: a rank died at a
+    point the plan did not name (another rank or another point), or a check failed (a survivor's own verdict, the values they
     must share, the survivor count, the message size, ``finalized=1``). ``missed``: every check
     passed but a planned kill did not land, so the run tested less than it was drawn for; a planned
     victim that did not die is judged as a survivor, and a wrong run names its missed kills too."""

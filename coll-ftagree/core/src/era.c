@@ -723,6 +723,17 @@ static void fresh_value(era_t *e, era_rec_t *r, era_val_t *v)
     v->conflict = r->agg_kind == ERA_KIND_CONFLICT;
 }
 
+/* Whether the callers' kinds conflicted, as a decided instance reports it
+ * (the decided value's bit; the mutant reports its own merged kinds). */
+static int decided_conflict(const era_rec_t *r)
+{
+#ifdef ERA_MUTANT_LOCAL_KIND
+    return r->agg_kind == ERA_KIND_CONFLICT;
+#else
+    return r->held.conflict;
+#endif
+}
+
 static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t *v)
 {
     val_copy(e, &r->held, v);
@@ -743,11 +754,7 @@ static void decide_now(era_t *e, era_rec_t *r, uint32_t ballot, const era_val_t 
         res.inst = r->id;
         res.flag = r->held.flag;
         res.proc_failed = r->held.err;
-#ifdef ERA_MUTANT_LOCAL_KIND
-        res.kind_conflict = r->agg_kind == ERA_KIND_CONFLICT;
-#else
-        res.kind_conflict = r->held.conflict;
-#endif
+        res.kind_conflict = decided_conflict(r);
         res.nfailed = r->full.n;
         res.failed = r->full.v;
         e->cb.decide(e->ctx, &res);
@@ -1285,11 +1292,7 @@ int era_test(const era_t *e, uint64_t inst, uint64_t *flag, int *proc_failed, co
         if (!r->decided) return 0;
         if (flag) *flag = r->held.flag;
         if (proc_failed) *proc_failed = r->held.err;
-#ifdef ERA_MUTANT_LOCAL_KIND
-        if (kind_conflict) *kind_conflict = r->agg_kind == ERA_KIND_CONFLICT;
-#else
-        if (kind_conflict) *kind_conflict = r->held.conflict;
-#endif
+        if (kind_conflict) *kind_conflict = decided_conflict(r);
         if (failed) *failed = r->full.v;
         if (nfailed) *nfailed = r->full.n;
         return 1;
