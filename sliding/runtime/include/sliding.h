@@ -33,24 +33,47 @@
  *     // or, 4 ranks per node as 2x2x1 blocks (48 processes on 12 nodes):
  *     //   MPI_Info_create(&info); MPI_Info_set(info, SLIDING_INFO_BLOCK, "2x2x1");
  *     //   sliding_create_info(MPI_COMM_WORLD, "torus:3x2x2", "x:1", "hybrid", info, &s);
- *     sliding_register(s, u, bytes);            // every process, spares too
+ *     int ndims, dims[3];
+ *     sliding_dims(s, &ndims, dims);            // the rank grid, known before sliding_start
+ *     size_t bytes = tile_bytes(dims);          // spares too: size for the largest tile
+ *     double *u = malloc(bytes);
+ *     sliding_register(s, u, bytes);            // every process, the same sizes
  *     MPI_Comm cart; int role; int64_t version;
- *     sliding_start(s, &cart, &role, &version); // spares wait here
- *     if (role == SLIDING_FINISHED) goto done;  // a spare never needed
- *     it = version < 0 ? 0 : version;           // a promoted spare resumes
- *     for (; it < n; it++) {
- *         int rc = step(cart, ...);             // returns the MPI error
- *         if (rc != MPI_SUCCESS) {
- *             if (sliding_recover(s, &cart, &role, &version) != SLIDING_OK) abort...;
- *             if (role == SLIDING_FINISHED) goto done;
- *             it = version;                     // buffers hold checkpoint 'version'
- *             continue;
+ *     if (sliding_start(s, &cart, &role, &version) != SLIDING_OK) goto failed; // spares wait here
+ *     if (role != SLIDING_FINISHED && version < 0) initialize(u, cart);
+ *     int it = version < 0 ? 0 : (int)version;  // a promoted spare resumes at 'version'
+ *     while (role != SLIDING_FINISHED) {
+ *         while (it < n && sliding_ok(s)) {      // MPI calls go unchecked: see "Check once"
+ *             step(cart, it, u);
+ *             it++;
+ *             if (it % 10 == 0) sliding_checkpoint(s, it); // labelled with the iteration to resume at
  *         }
- *         if (it % 10 == 0) sliding_checkpoint(s, it + 1);
+ *         if (sliding_finish(s) == SLIDING_OK) break;      // every worker completed: spares released
+ *         if (sliding_recover(s, &cart, &role, &version) != SLIDING_OK) goto failed;
+ *         if (role == SLIDING_FINISHED) break;             // this process holds no rank any more
+ *         if (version < 0) initialize(u, cart);            // no checkpoint yet: start over
+ *         it = version < 0 ? 0 : (int)version;             // every worker resumes at 'version'
  *     }
- *     sliding_finalize(s);                      // releases waiting processes
- *   done:
- *     sliding_free(s); MPI_Finalize();
+ *     sliding_free(s); MPI_Finalize(); return 0;
+ *   failed:                                      // the same status at every process
+ *     sliding_free(s); MPI_Finalize(); return 1;
+ *
+ * Check once. The runtime installs an error handler on the Cartesian
+ * communicator: the first error of a step (a failed neighbour, a revoke)
+ * is recorded and the communicator revoked, so the step's later calls return
+ * at once and the other workers' blocked calls are released; sliding_ok()
+ * then says to recover. The application checks once per iteration instead of
+ * after every MPI call (checking every call, as before, works too). The
+ * revoke completes the requests pending on the communicator; MPI_Waitall on
+ * them returns (with an error) and the application frees or forgets them.
+ * sliding_finish() is the last such check: an agreement that every worker
+ * completed, after which no recovery happens.
+ *
+ * Communicators. After sliding_start, MPI_COMM_WORLD holds the spares and,
+ * after a failure, dead processes: use it for nothing collective. The
+ * Cartesian communicator is the application's; a recovery frees it and
+ * returns a new one, so communicators the application derives from it must
+ * be derived again (a recovery callback is the place: sliding_on_recovery).
  *
  * Roles returned to the application:
  *   SLIDING_INITIAL   a worker since the start, never moved;
@@ -74,6 +97,12 @@
  * recovery every worker's registered buffers hold the last committed
  * checkpoint and *version is its version: the application resumes from there.
  *
+ * After a recovery the buffers hold the last committed checkpoint; if none
+ * was committed (*version -1) they are as the recovery found them, and the
+ * application re-initialises them. Checkpoint labels are the application's:
+ * the example labels a checkpoint with the iteration to resume at, so every
+ * worker, survivor or promoted, resumes at *version.
+ *
  * Checkpoints (sliding_checkpoint) keep, in memory, a copy of each rank's
  * registered buffers on its own node and on a buddy node, never its own: lane
  * k of the node holding node rank (n + B/2) mod B, for the rank of lane k of
@@ -89,9 +118,15 @@
  * Fault injection: the runtime stops at the kill points of sliding_names.h
  * (ftslide_killpoint.h's FTSLIDE_KILL="NODE@POINT,..."), named by node
  * (sliding_node()); an application marks the start of its iteration I as the
- * point iter=I with sliding_killpoint(). The first process of a node to reach
- * a point named for its node SIGKILLs the node's other processes, then itself:
- * the whole node dies at once, as when it loses power.
+ * point iter=I with sliding_killpoint(). "NODE@POINT#N" names the Nth time the
+ * node reaches the point (checkpoint#3, recovery_map#2, iter=5#2 after a
+ * rollback); "NODE@POINT" is its first time. The first process of a node to
+ * reach a point named for its node writes the "killed at" line, which names
+ * the node, its processes' ranks in the creation communicator and the logical
+ * ranks they held:
+ *     ftslide: node 4 killed at checkpoint#3 (world ranks 8,9; logical ranks 6,7)
+ * then SIGKILLs the node's other processes and itself: the whole node dies at
+ * once, as when it loses power.
  */
 #ifndef SLIDING_H
 #define SLIDING_H
@@ -123,6 +158,14 @@ typedef struct sliding_recovery_times {
                           * new nodes (every process, from the agreed maps) */
     int64_t buddy_bytes; /* state sent to re-establish the buddy copies under the new map */
 } sliding_recovery_times;
+
+/* A recovery callback (sliding_on_recovery): called at every process that
+ * holds a rank after a recovery, with the logical rank it held before (-1:
+ * it was waiting) and the one it holds now, and the new Cartesian
+ * communicator; the registered buffers already hold the checkpoint. Returns 0,
+ * or non-zero to end the run (SLIDING_ERR_CALLBACK everywhere). It must not
+ * free cart, and may use MPI on it and on its own communicators. */
+typedef int (*sliding_recovery_callback)(sliding_t *s, int old_rank, int new_rank, MPI_Comm cart, void *arg);
 
 /* Info keys of sliding_create_info(); every one is optional. */
 #define SLIDING_INFO_BLOCK "sliding_block"             /* "AxB[xC]": the block each node runs */
@@ -163,8 +206,27 @@ int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, 
                            const char *block, const int *node_key, const char *node_coords, sliding_t **out);
 
 /* Register a buffer that checkpoints and recoveries carry. Every process,
- * spares included, registers the same sequence of sizes before sliding_start. */
+ * spares included, registers the same sequence of sizes before sliding_start,
+ * which returns SLIDING_ERR_REGISTER everywhere if they differ. */
 int sliding_register(sliding_t *s, void *data, size_t bytes);
+
+/* Register a callback the runtime calls after every successful recovery
+ * (sliding_recovery_callback), in the order registered, before
+ * sliding_recover() (or, for a promoted spare, sliding_start()) returns.
+ * Every process, spares included, registers the same number before
+ * sliding_start. A callback that returns non-zero or frees cart at any
+ * process makes every process return SLIDING_ERR_CALLBACK; a process failure
+ * during the callbacks is found by the next step, like any other. */
+int sliding_on_recovery(sliding_t *s, sliding_recovery_callback fn, void *arg);
+
+/* The rank grid before or after sliding_start: *ndims (2 or 3) and its
+ * sizes (dims[2] = 1 in 2D). SLIDING_ERR_ARG if s is NULL. */
+int sliding_dims(const sliding_t *s, int *ndims, int dims[3]);
+
+/* This process's tile: its coordinates in the rank grid (MPI_Cart_coords of
+ * its logical rank), or -1s if it holds no rank (a spare). Before or after
+ * sliding_start. SLIDING_ERR_ARG if s is NULL. */
+int sliding_coords(const sliding_t *s, int coords[3]);
 
 /* Workers get the Cartesian communicator and SLIDING_INITIAL; spares wait
  * inside until promoted (a recovery needs them) or released at the end. A
@@ -174,7 +236,9 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version);
 
 /* Take a checkpoint of the registered buffers labelled 'version'. Collective
  * over the workers (the current Cartesian communicator). On a failure during
- * it, returns the MPI error; the previous checkpoint stays committed. */
+ * it, or if sliding_ok() was 0 at any worker, returns an MPI error class
+ * (MPIX_ERR_PROC_FAILED, MPIX_ERR_REVOKED) and the previous checkpoint stays
+ * committed. */
 int sliding_checkpoint(sliding_t *s, int64_t version);
 
 /* Recover after an error on the Cartesian communicator (see above). *cart is
@@ -182,7 +246,21 @@ int sliding_checkpoint(sliding_t *s, int64_t version);
  * the buffers now hold (-1 if none was ever committed: buffers unchanged). */
 int sliding_recover(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version);
 
-/* Called by every worker at the end: releases the waiting processes. */
+/* Whether this worker's current step may go on: no error was recorded on the
+ * Cartesian communicator since it was built, and it is not revoked. 0 means
+ * call sliding_recover (or sliding_finish, which then fails). Local, O(1);
+ * 0 for a NULL s or a process without a rank. */
+int sliding_ok(const sliding_t *s);
+
+/* The end of the run, collective over the workers: an agreement that every
+ * worker completed (sliding_ok() everywhere, including the application's
+ * final collectives before it). SLIDING_OK: the waiting processes are
+ * released (sliding_finalize) and no recovery happens any more.
+ * SLIDING_ERR_FAILED: call sliding_recover and run again from the checkpoint. */
+int sliding_finish(sliding_t *s);
+
+/* Releases the waiting processes without an agreement (sliding_finish does
+ * both); every worker calls it at the end, in the per-call style. */
 int sliding_finalize(sliding_t *s);
 
 /* Free the library's communicators and memory (every process). */

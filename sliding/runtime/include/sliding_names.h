@@ -35,6 +35,10 @@ enum sliding_status {
     /* sliding_register from Fortran and Python (sliding/fortran, sliding/python) */
     SLIDING_ERR_NOT_CONTIGUOUS, /* the array is not one contiguous block (a strided section or view) */
     SLIDING_ERR_READ_ONLY,      /* the array is not writeable (Python: a recovery writes into it) */
+    /* the check-once style and the end of a run (sliding.h) */
+    SLIDING_ERR_REGISTER,    /* processes registered different buffer sizes or callback counts */
+    SLIDING_ERR_FAILED,      /* a process failed or the Cartesian communicator was revoked: recover */
+    SLIDING_ERR_CALLBACK,    /* a recovery callback failed or freed the Cartesian communicator */
 };
 
 /* The role of a process, returned by sliding_start and sliding_recover (sliding.h). */

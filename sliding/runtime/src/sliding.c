@@ -7,12 +7,15 @@
  *   alive  the surviving processes (workers and waiting ones), shrunk at each
  *          recovery; waiting processes block in a receive on it, so a revoke
  *          of it wakes them;
- *   cart   the workers' Cartesian communicator (the application's handle).
+ *   cart   the workers' Cartesian communicator (the application's handle),
+ *          with the runtime's error handler (record the first error, revoke:
+ *          the check-once style of sliding.h) and an attribute pointing back
+ *          to the runtime, whose delete callback tells whether the
+ *          application freed it.
  */
 #include "sliding.h"
 
 #include <mpi-ext.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +23,17 @@
 
 #include "ftslide_killpoint.h"
 #include "slide_core.h"
+#include "sliding_kill.h"
 
 #define TAG_RELEASE 7301
 #define TAG_STATE 7302
 #define MAX_ATTEMPTS 64
+
+/* A recovery callback and its argument (sliding_on_recovery). */
+typedef struct callback {
+    sliding_recovery_callback fn;
+    void *arg;
+} callback_t;
 
 /* A checkpoint copy of one rank's registered buffers. */
 typedef struct copy {
@@ -58,9 +68,70 @@ struct sliding {
     char *scratch;            /* total_bytes, receives during recovery */
     int64_t version;          /* committed checkpoint version, -1 none */
     int cart_closed;          /* every member is done with cart: its last agreement failed */
+    int cart_error;           /* the first MPI error recorded on cart since it was built */
+    int cart_freed_by_app;    /* the application freed cart (seen by the attribute's delete callback) */
+    int freeing_cart;         /* the runtime is freeing cart itself */
+    int ncallbacks;
+    callback_t *callbacks;
+    int holds_hooks;          /* counted in runtimes_alive */
     int started, recovered;
     sliding_recovery_times last;
 };
+
+/* The attribute that leads cart's error handler to its runtime; created with
+ * the first runtime, freed with the last. */
+static int cart_keyval = MPI_KEYVAL_INVALID, runtimes_alive = 0;
+static MPI_Errhandler cart_errhandler = MPI_ERRHANDLER_NULL;
+
+/* Cart's error handler: record the first error, revoke cart so that the
+ * step's later calls return at once here and the other workers' blocked
+ * calls are released, and return the error to the caller. */
+static void record_cart_error(MPI_Comm *comm, int *code, ...)
+{
+    sliding_t *s;
+    int found = 0;
+    if (MPI_Comm_get_attr(*comm, cart_keyval, &s, &found) == MPI_SUCCESS && found && s->cart_error == MPI_SUCCESS) {
+        s->cart_error = *code;
+    }
+    MPIX_Comm_revoke(*comm);
+}
+
+/* Cart's attribute is deleted when cart is freed: by the runtime, or by the
+ * application, whose peers may be blocked on cart in their own callbacks or
+ * steps: revoke it while it still exists, to release them. */
+static int cart_deleted(MPI_Comm comm, int keyval, void *attribute, void *extra)
+{
+    (void)keyval;
+    (void)extra;
+    sliding_t *s = attribute;
+    if (!s->freeing_cart) {
+        s->cart_freed_by_app = 1;
+        MPIX_Comm_revoke(comm);
+    }
+    return MPI_SUCCESS;
+}
+
+static int keep_cart_hooks(void)
+{
+    if (runtimes_alive++ > 0) {
+        return MPI_SUCCESS;
+    }
+    int rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cart_deleted, &cart_keyval, NULL);
+    return rc == MPI_SUCCESS ? MPI_Comm_create_errhandler(record_cart_error, &cart_errhandler) : rc;
+}
+
+static void release_cart_hooks(void)
+{
+    if (--runtimes_alive > 0) {
+        return;
+    }
+    if (cart_keyval != MPI_KEYVAL_INVALID) {
+        MPI_Comm_free_keyval(&cart_keyval);
+    }
+    if (cart_errhandler != MPI_ERRHANDLER_NULL) {
+        MPI_Errhandler_free(&cart_errhandler);
+    }
+}
 
 /* Dies here, with its whole node, if fault injection names this node and point (FTSLIDE_KILL). */
 static void killpoint(const sliding_t *s, enum sliding_point point)
@@ -243,70 +314,21 @@ static int node_names(MPI_Comm comm, int size, int by_key_option, const long lon
     return status;
 }
 
-/* Whether the FTSLIDE_KILL list `spec` names node@point (the grammar of
- * ftslide_killpoint.h: comma-separated NODE@POINT entries). */
-static int kill_named(const char *spec, int node, const char *point)
-{
-    char wanted[256];
-    int n = snprintf(wanted, sizeof wanted, "%d@%s", node, point);
-    if (n < 0 || (size_t)n >= sizeof wanted) {
-        return 0;
-    }
-    for (const char *entry = spec; *entry != '\0';) {
-        const char *comma = strchr(entry, ',');
-        size_t len = comma ? (size_t)(comma - entry) : strlen(entry);
-        if (len == (size_t)n && strncmp(entry, wanted, len) == 0) {
-            return 1;
-        }
-        entry = comma ? comma + 1 : entry + len;
-    }
-    return 0;
-}
-
-/* The "killed at" line of ftslide_killpoint.h (which the Python driver and
- * the test harness read), on stderr and appended to FTSLIDE_KILL_LOG. */
-static void announce_kill(int node, const char *point)
-{
-    char line[300];
-    int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", node, point);
-    if (m <= 0 || (size_t)m >= sizeof line) {
-        return;
-    }
-    fputs(line, stderr);
-    fflush(NULL);
-    const char *log = getenv("FTSLIDE_KILL_LOG");
-    if (log != NULL && *log != '\0') {
-        FILE *f = fopen(log, "a");
-        if (f != NULL) {
-            fputs(line, f);
-            fclose(f);
-        }
-    }
-}
-
 void sliding_killpoint(const sliding_t *s, const char *point)
 {
-    const char *spec = ftslide_killspec();
-    if (spec == NULL || s == NULL || point == NULL) {
+    if (ftslide_killspec() == NULL || s == NULL || point == NULL) {
         return;
     }
-    if (s->k == 1 || !kill_named(spec, s->node, point)) {
-        ftslide_killpoint(s->node, point);
+    int *logical_ranks = malloc(sizeof(int) * (size_t)s->k), node_rank = rank_of_node(s, s->node);
+    if (logical_ranks == NULL) {
         return;
     }
-    /* Announce first: two processes of the node can reach the point at once
-     * and kill each other before either would get to a line of its own. */
-    announce_kill(s->node, point);
-    for (int l = 0; l < s->k; l++) { /* the node's other processes, then this one */
-        if (l != s->lane) {
-            kill((pid_t)s->pids[l], SIGKILL);
-        }
+    for (int l = 0; l < s->k; l++) {
+        logical_ranks[l] = node_rank >= 0 ? slide_block_rank(&s->layout, s->block, node_rank, l) : -1;
     }
-    const char *whole = getenv("FTSLIDE_KILL_NODE"); /* as ftslide_killpoint: the node's daemon too */
-    if (whole != NULL && strcmp(whole, "1") == 0) {
-        kill(getppid(), SIGKILL);
-    }
-    kill(getpid(), SIGKILL);
+    const sliding_victims victims = {s->node, s->lane, s->k, s->pids, &s->procs[s->node * s->k], logical_ranks};
+    sliding_kill_node_at(&victims, point);
+    free(logical_ranks);
 }
 
 int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const char *method,
@@ -449,6 +471,12 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
                                  MPI_Comm_dup(comm, &s->alive) != MPI_SUCCESS)) {
         status = SLIDING_ERR_MPI;
     }
+    if (status == SLIDING_OK) {
+        s->holds_hooks = 1;
+        if (keep_cart_hooks() != MPI_SUCCESS) {
+            status = SLIDING_ERR_MPI;
+        }
+    }
     if (status != SLIDING_OK) {
         sliding_free(s);
         return status;
@@ -536,12 +564,25 @@ static void commit_pending(sliding_t *s)
     s->own_pending.rank = s->buddy_pending.rank = -1;
 }
 
+/* Free cart unless the application did. */
+static void free_cart(sliding_t *s)
+{
+    if (s->cart != MPI_COMM_NULL && !s->cart_freed_by_app) {
+        s->freeing_cart = 1;
+        MPI_Comm_free(&s->cart);
+        s->freeing_cart = 0;
+    }
+    s->cart = MPI_COMM_NULL;
+}
+
 /* Split s->alive into the workers' Cartesian communicator, in logical rank order. */
 static int build_cart(sliding_t *s)
 {
     int node_rank = rank_of_node(s, s->node), rank = node_rank >= 0 ? lane_rank(s, node_rank) : -1;
     MPI_Comm split;
     s->cart_closed = 0;
+    s->cart_error = MPI_SUCCESS;
+    s->cart_freed_by_app = 0;
     int rc = MPI_Comm_split(s->alive, rank >= 0 ? 0 : MPI_UNDEFINED, rank, &split);
     if (rc != MPI_SUCCESS) {
         return rc;
@@ -558,7 +599,8 @@ static int build_cart(sliding_t *s)
     rc = MPI_Cart_create(split, ndims, dims, periods, 0, &s->cart);
     MPI_Comm_free(&split);
     if (rc == MPI_SUCCESS) {
-        MPI_Comm_set_errhandler(s->cart, MPI_ERRORS_RETURN);
+        MPI_Comm_set_attr(s->cart, cart_keyval, s);
+        MPI_Comm_set_errhandler(s->cart, cart_errhandler);
     }
     return rc;
 }
@@ -679,8 +721,20 @@ static double now(void)
     return MPI_Wtime();
 }
 
+/* Whether an MPI error may be a process failure's or the revoke that spreads
+ * one (a multiple completion's error hides which: take it as one). */
+static int is_failure(int code)
+{
+    int eclass = MPI_SUCCESS;
+    if (code != MPI_SUCCESS) {
+        MPI_Error_class(code, &eclass);
+    }
+    return eclass == MPIX_ERR_PROC_FAILED || eclass == MPIX_ERR_PROC_FAILED_PENDING || eclass == MPIX_ERR_REVOKED ||
+           eclass == MPI_ERR_IN_STATUS || eclass == MPI_ERR_PENDING;
+}
+
 /* The recovery protocol of sliding.h, run by every surviving process. */
-static int recover_all(sliding_t *s)
+static int recover_once(sliding_t *s)
 {
     sliding_recovery_times t = {0};
     double start = now();
@@ -688,6 +742,9 @@ static int recover_all(sliding_t *s)
     if (!old_map) {
         return SLIDING_ERR_NOMEM;
     }
+    /* An error of the application's own on cart (not a failure's): every
+     * survivor learns of it in the first agreement and gives up. */
+    const int app_error = s->cart != MPI_COMM_NULL && s->cart_error != MPI_SUCCESS && !is_failure(s->cart_error);
     /* The map the committed checkpoint was taken under: the current one. */
     memcpy(old_map, s->map, sizeof(int32_t) * (size_t)s->layout.ranks);
     int status = SLIDING_ERR_MPI;
@@ -709,7 +766,7 @@ static int recover_all(sliding_t *s)
         MPIX_Comm_revoke(s->alive);
         if (s->cart != MPI_COMM_NULL) {
             MPIX_Comm_revoke(s->cart);
-            MPI_Comm_free(&s->cart);
+            free_cart(s);
         }
         MPI_Comm shrunk;
         if (MPIX_Comm_shrink(s->alive, &shrunk) != MPI_SUCCESS) {
@@ -729,13 +786,19 @@ static int recover_all(sliding_t *s)
          * survivor must run the same agreements on alive in the same order,
          * or one process's commit agreement meets another's next shrink (an
          * agreement of another kind: its context id came out as garbage). */
-        int all_ok = rc == MPI_SUCCESS;
-        if (!all_ok) {
+        enum { STEP_OK = 1, NO_APP_ERROR = 2 };
+        int flags = (rc == MPI_SUCCESS ? STEP_OK : 0) | (app_error ? 0 : NO_APP_ERROR);
+        if (rc != MPI_SUCCESS) {
             MPIX_Comm_revoke(s->alive);
         }
-        rc = MPIX_Comm_agree(s->alive, &all_ok);
+        rc = MPIX_Comm_agree(s->alive, &flags);
         t.agree += now() - phase;
-        if (rc != MPI_SUCCESS || !all_ok) {
+        if (rc == MPI_SUCCESS && !(flags & NO_APP_ERROR)) {
+            /* Recovering would only meet the same error again, for ever. */
+            status = SLIDING_ERR_MPI;
+            break;
+        }
+        if (rc != MPI_SUCCESS || !(flags & STEP_OK)) {
             continue;
         }
 
@@ -809,6 +872,57 @@ static int recover_all(sliding_t *s)
     return status;
 }
 
+/* Run this process's recovery callbacks (if it holds a rank) and agree over
+ * alive, at every survivor, on how they went: SLIDING_OK, SLIDING_ERR_CALLBACK
+ * (one returned non-zero or freed cart), or SLIDING_ERR_FAILED (a process
+ * failed meanwhile: recover again). Skipped, everywhere alike, when no
+ * callback is registered (sliding_start checked that every process has the
+ * same number). */
+static int run_callbacks(sliding_t *s, int old_rank)
+{
+    if (s->ncallbacks == 0) {
+        return SLIDING_OK;
+    }
+    enum { CALLBACKS_OK = 1, NO_FAILURE = 2 };
+    int callbacks_ok = 1;
+    for (int i = 0; s->cart != MPI_COMM_NULL && callbacks_ok && i < s->ncallbacks; i++) {
+        callbacks_ok = s->callbacks[i].fn(s, old_rank, sliding_rank(s), s->cart, s->callbacks[i].arg) == 0 &&
+                       !s->cart_freed_by_app;
+    }
+    int no_failure = s->cart == MPI_COMM_NULL || !is_failure(s->cart_error);
+    if (s->cart_freed_by_app) {
+        s->cart = MPI_COMM_NULL; /* the application's free took it (and revoked it) */
+    } else if (s->cart != MPI_COMM_NULL && (!callbacks_ok || !no_failure)) {
+        MPIX_Comm_revoke(s->cart); /* peers may wait for this process in their callbacks' MPI calls */
+    }
+    /* A callback that fails because a process failed under it is that
+     * failure, not its own; freeing cart is always its own. */
+    int flags = ((callbacks_ok || !no_failure) && !s->cart_freed_by_app ? CALLBACKS_OK : 0) |
+                (no_failure ? NO_FAILURE : 0);
+    int rc = MPIX_Comm_agree(s->alive, &flags);
+    if (rc == MPI_SUCCESS && !(flags & CALLBACKS_OK)) {
+        return SLIDING_ERR_CALLBACK;
+    }
+    return rc == MPI_SUCCESS && (flags & NO_FAILURE) ? SLIDING_OK : SLIDING_ERR_FAILED;
+}
+
+/* Recover, then run the callbacks; a failure during the callbacks starts
+ * another recovery. The callbacks get the rank held before the first. */
+static int recover_all(sliding_t *s)
+{
+    int old_rank = sliding_rank(s), status = SLIDING_ERR_MPI;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        status = recover_once(s);
+        if (status == SLIDING_OK) {
+            status = run_callbacks(s, old_rank);
+        }
+        if (status != SLIDING_ERR_FAILED) {
+            return status;
+        }
+    }
+    return SLIDING_ERR_MPI;
+}
+
 /* Wait until released (SLIDING_FINISHED) or given a rank (SLIDING_PROMOTED). */
 static int wait_for_work(sliding_t *s, int *role)
 {
@@ -869,14 +983,30 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
         return SLIDING_ERR_STATE;
     }
     s->started = 1;
-    int rc = allocate_copies(s);
-    if (rc != SLIDING_OK) {
-        return rc;
+    int status = allocate_copies(s);
+    /* Every process must carry the same state and run the same number of
+     * callbacks (run_callbacks' agreement): compare counts, total and a hash
+     * of the sizes, as maxima of the values and of their negations. */
+    uint64_t hash = 1469598103934665603ull; /* FNV-1a over the sizes, in order */
+    for (int i = 0; i < s->nbufs; i++) {
+        hash = (hash ^ (uint64_t)s->sizes[i]) * 1099511628211ull;
+    }
+    int64_t mine[4] = {s->nbufs, s->ncallbacks, (int64_t)(s->total_bytes & INT64_MAX), (int64_t)(hash >> 2)};
+    int64_t seen[9] = {mine[0], mine[1], mine[2], mine[3], -mine[0], -mine[1], -mine[2], -mine[3], status};
+    if (MPI_Allreduce(MPI_IN_PLACE, seen, 9, MPI_INT64_T, MPI_MAX, s->alive) != MPI_SUCCESS) {
+        return SLIDING_ERR_MPI;
+    }
+    if (seen[8] != SLIDING_OK) {
+        return (int)seen[8];
+    }
+    for (int i = 0; i < 4; i++) {
+        if (seen[i] != -seen[4 + i]) {
+            return SLIDING_ERR_REGISTER;
+        }
     }
     if (build_cart(s) != MPI_SUCCESS) {
         return SLIDING_ERR_MPI;
     }
-    int status = SLIDING_OK;
     *role = SLIDING_INITIAL;
     if (s->cart == MPI_COMM_NULL) {
         status = wait_for_work(s, role);
@@ -891,11 +1021,19 @@ int sliding_checkpoint(sliding_t *s, int64_t version)
     if (!s || !s->started || s->cart == MPI_COMM_NULL) {
         return SLIDING_ERR_STATE;
     }
-    int rc = exchange_checkpoint(s, version);
+    if (s->cart_closed) { /* an earlier agreement on cart failed: nobody takes part in another */
+        return s->cart_error != MPI_SUCCESS ? s->cart_error : MPIX_ERR_REVOKED;
+    }
+    /* A worker whose step failed still takes part in the agreement, with
+     * "no": every worker runs the same agreements on cart (recover_once). */
+    int rc = sliding_ok(s) ? exchange_checkpoint(s, version) : MPIX_ERR_REVOKED;
     killpoint(s, SLIDING_POINT_CHECKPOINT);
     int ok = rc == MPI_SUCCESS;
     int agree_rc = MPIX_Comm_agree(s->cart, &ok);
     s->cart_closed = agree_rc != MPI_SUCCESS || !ok;
+    if (s->cart_closed && s->cart_error == MPI_SUCCESS) {
+        s->cart_error = agree_rc != MPI_SUCCESS ? agree_rc : rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
+    }
     if (agree_rc != MPI_SUCCESS) {
         return agree_rc;
     }
@@ -924,6 +1062,36 @@ int sliding_recover(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     *cart = s->cart;
     *version = s->version;
     return status;
+}
+
+int sliding_ok(const sliding_t *s)
+{
+    if (!s || s->cart == MPI_COMM_NULL || s->cart_freed_by_app || s->cart_closed || s->cart_error != MPI_SUCCESS) {
+        return 0;
+    }
+    int revoked = 0;
+    MPIX_Comm_is_revoked(s->cart, &revoked);
+    return !revoked;
+}
+
+int sliding_finish(sliding_t *s)
+{
+    if (!s || !s->started || s->cart == MPI_COMM_NULL) {
+        return s ? SLIDING_ERR_STATE : SLIDING_ERR_ARG;
+    }
+    if (s->cart_closed) {
+        return SLIDING_ERR_FAILED;
+    }
+    int ok = sliding_ok(s);
+    int rc = MPIX_Comm_agree(s->cart, &ok);
+    if (rc != MPI_SUCCESS || !ok) {
+        s->cart_closed = 1;
+        if (s->cart_error == MPI_SUCCESS) {
+            s->cart_error = rc != MPI_SUCCESS ? rc : MPIX_ERR_REVOKED;
+        }
+        return SLIDING_ERR_FAILED;
+    }
+    return sliding_finalize(s);
 }
 
 int sliding_finalize(sliding_t *s)
@@ -966,9 +1134,7 @@ void sliding_free(sliding_t *s)
     if (!s) {
         return;
     }
-    if (s->cart != MPI_COMM_NULL) {
-        MPI_Comm_free(&s->cart);
-    }
+    free_cart(s);
     if (s->alive != MPI_COMM_NULL && s->alive) {
         MPI_Comm_free(&s->alive);
     }
@@ -992,7 +1158,54 @@ void sliding_free(sliding_t *s)
     free(s->node_of);
     free(s->pids);
     free(s->work);
+    free(s->callbacks);
+    if (s->holds_hooks) {
+        release_cart_hooks();
+    }
     free(s);
+}
+
+int sliding_on_recovery(sliding_t *s, sliding_recovery_callback fn, void *arg)
+{
+    if (!s || !fn) {
+        return SLIDING_ERR_ARG;
+    }
+    if (s->started) {
+        return SLIDING_ERR_STATE;
+    }
+    callback_t *callbacks = realloc(s->callbacks, sizeof *callbacks * (size_t)(s->ncallbacks + 1));
+    if (!callbacks) {
+        return SLIDING_ERR_NOMEM;
+    }
+    s->callbacks = callbacks;
+    s->callbacks[s->ncallbacks++] = (callback_t){fn, arg};
+    return SLIDING_OK;
+}
+
+int sliding_dims(const sliding_t *s, int *ndims, int dims[3])
+{
+    if (!s || !ndims || !dims) {
+        return SLIDING_ERR_ARG;
+    }
+    *ndims = s->layout.grid.ndims;
+    for (int d = 0; d < 3; d++) {
+        dims[d] = d < *ndims ? s->layout.logical[d] * s->block[d] : 1;
+    }
+    return SLIDING_OK;
+}
+
+int sliding_coords(const sliding_t *s, int coords[3])
+{
+    int ndims, dims[3];
+    if (!coords || sliding_dims(s, &ndims, dims) != SLIDING_OK) {
+        return SLIDING_ERR_ARG;
+    }
+    int rank = sliding_rank(s);
+    for (int d = 2; d >= 0; d--) { /* MPI_Cart_coords: the last dimension varies fastest */
+        coords[d] = rank < 0 ? -1 : d < ndims ? rank % dims[d] : 0;
+        rank = rank < 0 || d >= ndims ? rank : rank / dims[d];
+    }
+    return SLIDING_OK;
 }
 
 int sliding_rank(const sliding_t *s)

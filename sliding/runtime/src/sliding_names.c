@@ -33,6 +33,13 @@ static const struct {
                                        "that array)"),
     STATUS(SLIDING_ERR_READ_ONLY, "a registered array must be writeable, since a recovery writes the checkpoint "
                                   "back into it (numpy: a writeable array, not a read-only view)"),
+    STATUS(SLIDING_ERR_REGISTER, "every process, spares included, must register the same sequence of buffer "
+                                 "sizes and the same number of recovery callbacks before sliding_start (size "
+                                 "buffers for the largest tile)"),
+    STATUS(SLIDING_ERR_FAILED, "a process failed during this step (or the Cartesian communicator was revoked): "
+                               "call sliding_recover"),
+    STATUS(SLIDING_ERR_CALLBACK, "a recovery callback returned non-zero or freed the Cartesian communicator at "
+                                 "some process: the run cannot go on"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
