@@ -10,6 +10,8 @@ failure-free run of the same configuration.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ftslide.sliding import runtime as stencil
@@ -52,10 +54,28 @@ def holding_rank(method: str, kills: list[tuple[int, int]]) -> list[tuple[int, s
     return out
 
 
+# sliding_kill.c's line: "ftslide: node 4 killed at checkpoint#3 (world ranks 8,9; logical ranks 6,7)"
+KILLED_LINE = re.compile(r"ftslide: node (\d+) killed at (\S+) \(world ranks ([\d,]+); logical ranks ([\d,]+|none)\)")
+
+
+def killed_lines(stderr: str) -> dict[int, tuple[str, list[int], list[int]]]:
+    """node -> (point, world ranks, logical ranks) of every "killed at" line (logical ranks [] for "none")."""
+    return {int(m[1]): (m[2], [int(r) for r in m[3].split(",")], [] if m[4] == "none" else
+                        [int(r) for r in m[4].split(",")]) for m in KILLED_LINE.finditer(stderr)}
+
+
 def run_with(mpi_prefix, jacobi, method, kills, timeout=120, **options):
+    """A run of jacobi3d in which every planned kill landed where planned: each node's "killed at" line
+    names its point and its K processes (world ranks K*node .. K*node + K-1: consecutive processes form
+    a node)."""
     run = stencil.run(mpi_prefix, GRID, SPARES, method, kills, program=jacobi, timeout=timeout, **options)
+    lines = killed_lines(run.stderr)
+    k = options.get("nodes_as", stencil.NodeOptions()).ranks_per_node
     for node, point in kills:
         assert run.killed.get(node) == point, f"node {node} was not killed at {point}:\n{run.stderr[-3000:]}"
+        assert lines.get(node, (None, None))[:2] == (point, list(range(k * node, k * node + k))), \
+            f"node {node}: {lines}\n{run.stderr[-3000:]}"
+    assert set(run.killed) == {node for node, _ in kills}, run.stderr[-3000:]
     return run
 
 
@@ -115,6 +135,72 @@ def test_kill_during_recovery_restarts_it(mpi_prefix, jacobi, reference):
     assert [r.failed for r in run.recoveries] == [[1, 2]]
     assert run.recoveries[0].attempts == 2
     assert run.checksum == reference
+
+
+def test_kill_at_the_third_checkpoint(mpi_prefix, jacobi, reference):
+    """1@checkpoint#3: node 1 dies inside its third checkpoint (after iteration 15, a checkpoint every 5),
+    copies sent, version not committed, so the recovery resumes at iteration 10 (the first checkpoint
+    would have resumed at 0, a kill at every checkpoint at 0 too). The line names the point as the kill
+    did, node 1's one process and the logical rank it held, 1."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "checkpoint#3")])
+    assert killed_lines(run.stderr) == {1: ("checkpoint#3", [1], [1])}, run.stderr[-3000:]
+    assert "ftslide: node 1 killed at checkpoint#3 (world ranks 1; logical ranks 1)" in run.stderr
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [(r.failed, r.resume_iteration, r.attempts) for r in run.recoveries] == [([1], 10, 1)], run.stdout
+    assert run.checksum == reference
+
+
+def test_kill_at_the_second_start_of_an_iteration(mpi_prefix, jacobi, reference):
+    """1@iter=12 and 6@iter=11#2: node 6 passes iteration 11 once before node 1 dies at 12, and dies when
+    the rollback to checkpoint 10 makes it start iteration 11 again: two recoveries, both from 10. (With
+    6@iter=11 node 6 would die first, alone.) Under hybrid's map after node 1, node 6 still holds rank 6."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "iter=12"), (6, "iter=11#2")])
+    assert killed_lines(run.stderr) == {1: ("iter=12", [1], [1]), 6: ("iter=11#2", [6], [6])}, run.stderr[-3000:]
+    assert compute_map(make_layout(GRID, SPARES), "hybrid", [1])[6] == 6
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [(r.failed, r.resume_iteration) for r in run.recoveries] == [([1], 10), ([1, 6], 10)], run.stdout
+    assert run.checksum == reference
+
+
+def test_kill_in_the_second_recovery(mpi_prefix, jacobi, reference):
+    """2@recovery_map#2: node 2 goes through the map step of the first recovery (node 1 at iteration 12)
+    and dies at that of the second (node 6 at iteration 23), which restarts: attempts 2, node 2 in its
+    batch. Hybrid's 2D slide left node 2 idle after the first recovery: its line says logical ranks none."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "iter=12"), (6, "iter=23"), (2, "recovery_map#2")])
+    assert killed_lines(run.stderr)[2] == ("recovery_map#2", [2], []), run.stderr[-3000:]
+    assert "ftslide: node 2 killed at recovery_map#2 (world ranks 2; logical ranks none)" in run.stderr
+    assert 2 not in compute_map(make_layout(GRID, SPARES), "hybrid", [1])
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [(r.failed, r.resume_iteration, r.attempts) for r in run.recoveries] == [([1], 10, 1), ([1, 6, 2], 20, 2)], \
+        run.stdout
+    assert run.checksum == reference
+
+
+def test_malformed_occurrences_never_fire(mpi_prefix, jacobi, reference):
+    """FTSLIDE_KILL entries whose #N is no positive integer (#0, #x, an empty #, #-1) name no occurrence:
+    nobody dies, the run ends as a failure-free one. The driver refuses them before launching."""
+    from ftslide.errors import FtslideError
+
+    kills = [(1, "checkpoint#0"), (2, "iter=3#x"), (3, "recovery_start#"), (4, "iter=12#-1")]
+    for node, point in kills:
+        with pytest.raises(FtslideError, match="#N for the Nth time"):
+            stencil.parse_kill(f"{node}@{point}")
+    run = stencil.run(mpi_prefix, GRID, SPARES, "hybrid", kills, program=jacobi, timeout=120)
+    assert run.returncode == 0 and not run.killed and "killed at" not in run.stderr, run.stderr[-3000:]
+    assert not run.recoveries and run.checksum == reference
+
+
+def test_kill_syntax():
+    """The driver's NODE@POINT[#N] (and NODE@ITERATION[#N]): the point as the "killed at" line names it."""
+    from ftslide.errors import FtslideError
+
+    assert stencil.parse_kill("1@checkpoint#3") == (1, "checkpoint#3")
+    assert stencil.parse_kill("2@12#2") == (2, "iter=12#2")
+    assert stencil.parse_kill("2@iter=5#02") == (2, "iter=5#2")
+    assert stencil.parse_kill("0@recovery_map") == (0, "recovery_map")
+    for bad in ("1@checkpoint#3#4", "1@bogus#2", "x@checkpoint#2", "1@checkpoint#３"):
+        with pytest.raises(FtslideError, match="invalid kill"):
+            stencil.parse_kill(bad)
 
 
 @pytest.mark.parametrize("method,nodes", [("hybrid", [1, 5, 10, 2, 4]), ("routed", [1, 5, 2, 6, 4])])
@@ -197,7 +283,8 @@ def test_kill_while_others_take_a_checkpoint(mpi_prefix, jacobi):
     for node, iteration in [(10, 9), (5, 14), (6, 19)]:
         run = stencil.run(mpi_prefix, grid, spares, "routed", [(node, f"iter={iteration}")], program=jacobi,
                           iterations=30, timeout=90)
-        assert run.killed.get(node) == f"iter={iteration}", run.stderr[-3000:]
+        holds = compute_map(make_layout(grid, spares), "routed", []).index(node)
+        assert killed_lines(run.stderr) == {node: (f"iter={iteration}", [node], [holds])}, run.stderr[-3000:]
         assert run.returncode == 0 and run.checksum == reference.checksum, run.stderr[-3000:]
         assert [r.failed for r in run.recoveries] == [[node]], run.stdout
 
@@ -224,6 +311,11 @@ def test_ranks_per_node_recover_with_identical_result(mpi_prefix, jacobi, k):
                       timeout=180, nodes_as=nodes_as)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.killed == {1: "iter=12", 6: "iter=23"}
+    # each line names the node's K processes (world ranks K*node ..) and the K logical ranks they held
+    lines = killed_lines(run.stderr)
+    for node in (1, 6):
+        point, world, logical = lines[node]
+        assert world == list(range(k * node, k * node + k)) and len(set(logical)) == k, lines
     assert [r.failed for r in run.recoveries] == [[1], [1, 6]]
     assert [r.resume_iteration for r in run.recoveries] == [10, 20]
     assert run.checksum == base.checksum
@@ -236,7 +328,10 @@ def test_a_node_dies_whole_and_alone(mpi_prefix, nodes_program, run_mpi):
     """24 processes, 2 per node (consecutive ranks): node 3 (world ranks 6 and 7) passes the kill point
     "probe"; the first of its two processes to get there takes the other with it, and the 22 survivors are
     exactly the other nodes' processes."""
-    run = run_mpi(nodes_program, 24, args=["--emulate-nodes", "2", GRID, SPARES], kill={3: "probe"}, timeout=90)
+    run = run_mpi(nodes_program, 24, args=["--emulate-nodes", "2", GRID, SPARES], env={"FTSLIDE_KILL": "3@probe"},
+                  timeout=90)
+    logical = run.values("logical", [6, 7])
+    assert killed_lines(run.stderr) == {3: ("probe", [6, 7], [int(logical[6]), int(logical[7])])}, run.describe()
     survivors = [r for r in range(24) if r not in (6, 7)]
     assert run.values("alive", survivors) == {r: "22" for r in survivors}, run.describe()
     assert run.value(6, "alive") is None and run.value(7, "alive") is None
@@ -255,7 +350,9 @@ def test_nodes_placed_by_a_coordinate_file(mpi_prefix, nodes_program, run_mpi, t
     coords.write_text("# name x y z\n" + "".join(f"{j} {' '.join(map(str, layout.coords(11 - j)))}\n"
                                                   for j in range(12)))
     run = run_mpi(nodes_program, 24, args=["--emulate-nodes", "2", "--node-coords", str(coords), "--block", "1x1x2",
-                                            GRID, SPARES], kill={1: "probe"}, timeout=90)
+                                            GRID, SPARES], env={"FTSLIDE_KILL": "1@probe"}, timeout=90)
+    logical = run.values("logical", [20, 21])
+    assert killed_lines(run.stderr) == {1: ("probe", [20, 21], [int(logical[20]), int(logical[21])])}, run.describe()
     assert run.values("node", [0, 1, 22, 23]) == {0: "11", 1: "11", 22: "0", 23: "0"}, run.describe()
     assert run.value(23, "block") == "1x1x2" and (run.value(22, "logical"), run.value(23, "logical")) == ("0", "1")
     survivors = [r for r in range(24) if r not in (20, 21)]

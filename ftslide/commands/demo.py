@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kill", type=_kill, action="append", metavar="NODE@ITER",
                         help="SIGKILL node NODE at the start of iteration ITER, or at a named point "
                         "(NODE@POINT, POINT one of the runtime's kill points: checkpoint, waiting, the steps "
-                        f"of a recovery, promoted; docs/sliding-runtime.md); repeatable; default {' '.join(DEFAULT_KILLS)}")
+                        "of a recovery, promoted; docs/sliding-runtime.md); NODE@POINT#N: the Nth time the node "
+                        "gets there (checkpoint#3; 12#2: iteration 12's second start, after a rollback); repeatable; "
+                        f"default {' '.join(DEFAULT_KILLS)}")
     parser.add_argument("--n", type=int, default=8, help="points per rank and dimension (default 8)")
     parser.add_argument("--iterations", type=int, default=40, help="iterations (default 40)")
     parser.add_argument("--checkpoint-every", type=int, default=5, help="iterations between checkpoints (default 5)")

@@ -61,7 +61,10 @@ FORTRAN_MODULE = (SLIDING / "fortran" / "sliding.f90", SLIDING / "fortran" / "sl
 PYTHON_BINDING_DIR = SLIDING / "python"  # sliding.py
 LANGUAGES = ("c", "fortran", "python")  # the example's languages, jacobi3d.c, .f90 and .py
 
-_KILLED = re.compile(r"ftslide: rank (\d+) killed at (\S+)")  # the line of ftslide_killpoint.h
+# sliding_kill.c's "killed at" line, "ftslide: node 4 killed at checkpoint#3 (world ranks 8,9; logical
+# ranks 6,7)": node and point (as the FTSLIDE_KILL entry names it) only, since another process's output
+# may cut the rest of the line.
+_KILLED = re.compile(r"ftslide: node (\d+) killed at (\S+)")
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sliding_point_name": (ctypes.c_char_p, [ctypes.c_int]),
     "sliding_status_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -194,11 +197,15 @@ def iteration_point(iteration: int) -> str:
 
 
 def parse_kill(text: str) -> tuple[int, str]:
-    """``NODE@POINT`` or ``NODE@ITER`` (a bare number means the start of that iteration).
+    """``NODE@POINT`` or ``NODE@ITER`` (a bare number means the start of that iteration), either
+    with ``#N`` for the Nth time the node reaches the point (``1@checkpoint#3``, ``2@12#2``: the
+    second start of iteration 12, after a rollback); without it, the first time.
 
-    Returns (node, point). Raises FtslideError naming the points for anything else.
+    Returns (node, point), the point with ``#N`` if given (N without leading zeros), as the
+    "killed at" line will name it. Raises FtslideError naming the points for anything else.
     """
     node, _, point = text.partition("@")
+    point, hash_, occurrence = point.partition("#")
     if point.isdigit():
         point = iteration_point(int(point))
     name, equals, number = point.partition("=")
@@ -206,10 +213,13 @@ def parse_kill(text: str) -> tuple[int, str]:
         valid = point == iteration_point(int(number)) if number.isdigit() else False
     else:
         valid = point in runtime_points()
+    if hash_:
+        valid = valid and occurrence.isascii() and occurrence.isdigit() and int(occurrence) >= 1
     if not node.isdigit() or not valid:
         raise FtslideError(f"invalid kill {text!r}: use NODE@ITERATION (2@12) or NODE@POINT with POINT one of "
-                           f"{_names()['Point'].ITER.label}=I, {', '.join(runtime_points())}")
-    return int(node), point
+                           f"{_names()['Point'].ITER.label}=I, {', '.join(runtime_points())}; add #N for the "
+                           "Nth time the node reaches it (1@checkpoint#3, N >= 1)")
+    return int(node), point + (f"#{int(occurrence)}" if hash_ else "")
 
 
 def node_count(grid: str, spares: str, method: str) -> int:
@@ -344,8 +354,9 @@ def events(text: str) -> Iterator[tuple[str, dict[str, str]]]:
 
 
 def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
-    """A run's outcome from the lines the processes printed: jacobi3d's events, and the
-    ``ftslide: rank N killed at POINT`` lines of ftslide_killpoint.h."""
+    """A run's outcome from the lines the processes printed: jacobi3d's events, and the runtime's
+    ``ftslide: node N killed at POINT (world ranks ...; logical ranks ...)`` lines (sliding_kill.c),
+    POINT as the kill named it (``checkpoint#3``)."""
     out = StencilRun(returncode, stdout, stderr, None)
     for event, f in events(stdout):
         if event == "recovered":
@@ -360,5 +371,5 @@ def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
               for event, f in events(stderr) if event == "error"}
     out.errors = sorted(errors, key=str)
     for match in _KILLED.finditer(stderr):  # anywhere in a line: the processes' outputs interleave
-        out.killed[int(match[1])] = match[2]
+        out.killed[int(match[1])] = match[2]  # a node's K processes may each print it: the same point
     return out
