@@ -9,7 +9,12 @@ run must end with the checksum of the language's failure-free run, which must al
 program's, bit for bit. Then the bindings
 themselves on np 2 (tests/mpi/sliding/register.{f90,py}): Fortran's constants against C's, the
 arrays each one takes, and the one-line errors for the others; the README's mpifort line; a Python
-program without SLIDING_LIBRARY; `ftslide demo --lang cobol`.
+program without SLIDING_LIBRARY; `ftslide demo --lang cobol`. Last, the check-once style in each
+language (tests/mpi/sliding/checkonce.{f90,py,cpp}: Fortran's check loop, Python's one except, C++'s
+sliding::check and catch from sliding.hpp) against checkonce.c on np 6, failure-free and with kills:
+the same rank grid and tiles before the start, the same statuses, recovery callbacks and final sum at
+every process, and a callback that fails (returns non-zero, raises) ending the run with ERR_CALLBACK
+at every living process.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import pytest
 from ftslide.sliding import runtime as stencil
 from ftslide.toolchain import mpi
 from ftslide.toolchain.native import REPO, c_enum
-from mpiharness import FORTRAN_MODULES, MPI_SOURCES, PYTHON_HELPERS
+from ftslide.toolchain.ompi import mpi_environment
+from mpiharness import FORTRAN_MODULES, MPI_SOURCES, PYTHON_HELPERS, run_program
 from test_build import assert_one_line_error, ftslide
 from test_conformance_python import another_mpi4py
 import test_sliding_runtime as runtime_test
@@ -222,3 +228,129 @@ def test_python_demo_refuses_another_mpi4py(tmp_path):
     for command in (["demo"], ["faults", "--runs", "1"]):
         result = ftslide(*command, "--lang", "python", env={"PYTHONPATH": str(site)})
         assert_one_line_error(result, "built against another MPI", str(libmpi), "ftslide build-mpi4py")
+
+
+# ---- the check-once style, callbacks, dims and coords in every language ---------------------------------
+
+CHECKONCE_NP = 6  # mesh:3x2, spares x:1: nodes 0-3 hold the 2x2 rank grid, 4 and 5 wait
+CHECKONCE_TIMEOUT = 120
+CHECKONCE_LANGUAGES = ("fortran", "python", "cpp")
+# What checkonce.c reports, which every language's program must report alike ("sum" compared as a number).
+CHECKONCE_KEYS = ("dims", "coords", "start", "recover", "finish", "callback")
+CHECKONCE_KILLS = ("1@iter=6", "2@checkpoint#2", "4@waiting,1@iter=9")
+
+
+@pytest.fixture(scope="module")
+def checkonce(mpi_prefix, mpi4py_python, tmp_path_factory):
+    """lang ("c", "fortran", "python", "cpp") -> a function (mode, kill) -> the MpiRun of that language's
+    checkonce program on np 6 with FTSLIDE_KILL=kill, in which every node named died where named. Each
+    program is built at its first run (the C++ one with the prefix's mpicxx, against sliding.hpp); C's
+    runs are made once each."""
+    link = stencil.link_flags(stencil.build_library(mpi_prefix))
+    source = MPI_SOURCES / "sliding"
+
+    def build_cpp():
+        binary = tmp_path_factory.mktemp("checkonce-cpp") / "checkonce-cpp"
+        built = subprocess.run([str(mpi_prefix / "bin" / "mpicxx"), "-std=c++11", "-O2", "-Wall", "-Wextra",
+                                "-Wshadow", "-Werror", f"-I{stencil.HEADER_DIR}", f"-I{REPO / 'ompi-ulfm' / 'include'}",
+                                f"-I{MPI_SOURCES}", "-o", str(binary), str(source / "checkonce.cpp"), *link],
+                               capture_output=True, text=True, env=mpi_environment(mpi_prefix), timeout=300)
+        assert built.returncode == 0, built.stderr[-3000:]
+        return binary, [], {}
+
+    def build_python():
+        python = stencil.python_environment(mpi_prefix)
+        env = {**python, "PYTHONPATH": os.pathsep.join([python["PYTHONPATH"], str(PYTHON_HELPERS)]),
+               "PYTHONUNBUFFERED": "1"}
+        return mpi4py_python, [str(source / "checkonce.py")], env
+
+    builders = {
+        "c": lambda: (mpi.compile_program(mpi_prefix, [source / "checkonce.c"], flags=stencil.FLAGS, link=link,
+                                          include_dirs=[stencil.HEADER_DIR, MPI_SOURCES]), [], {}),
+        "fortran": lambda: (mpi.compile_program(mpi_prefix, [*FORTRAN_MODULES, *stencil.FORTRAN_MODULE,
+                                                             source / "checkonce.f90"], name="checkonce-f",
+                                                flags=stencil.FORTRAN_FLAGS, include_dirs=[stencil.HEADER_DIR],
+                                                link=link), [], {}),
+        "cpp": build_cpp,
+        "python": build_python,
+    }
+    programs, c_runs = {}, {}
+
+    def run(lang, mode="run", kill=""):
+        if lang == "c" and (mode, kill) in c_runs:
+            return c_runs[mode, kill]
+        if lang not in programs:
+            programs[lang] = builders[lang]()
+        program, args, env = programs[lang]
+        result = run_program(mpi_prefix, program, CHECKONCE_NP, args=[*args, mode], timeout=CHECKONCE_TIMEOUT,
+                             env={**env, "FTSLIDE_KILL": kill} if kill else env)
+        died = {node: line[0] for node, line in runtime_test.killed_lines(result.stderr).items()}
+        planned = {int(node): point for node, point in (entry.split("@") for entry in kill.split(",") if entry)}
+        assert died == planned, f"{lang} {mode}: died {died}, planned {planned}\n{result.describe()}"
+        if lang == "c":
+            c_runs[mode, kill] = result
+        return result
+
+    return run
+
+
+def assert_like_c(run, c_run, lang):
+    """Every process reported what it reported in C, the final sum the same number; exit 0."""
+    for rank in range(CHECKONCE_NP):
+        got, expected = run.reports.get(rank, {}), c_run.reports.get(rank, {})
+        assert {k: got.get(k) for k in CHECKONCE_KEYS} == {k: expected.get(k) for k in CHECKONCE_KEYS}, \
+            f"{lang}, world rank {rank}: {got} against C's {expected}\n{run.describe()}"
+        assert ("sum" in got) == ("sum" in expected), f"{lang}, world rank {rank}: {got}\n{run.describe()}"
+        if "sum" in got:
+            assert float(got["sum"]) == float(expected["sum"]), f"{lang}: {got['sum']} != C's {expected['sum']}"
+    assert run.returncode == 0, run.describe()
+
+
+@pytest.mark.parametrize("lang", CHECKONCE_LANGUAGES)
+def test_check_once_failure_free_like_c(checkonce, lang):
+    """No kill: dims and coords before the start are C's (2x2x1; 0,0 .. 1,1 at the workers, -1,-1 at the
+    spares), the finish succeeds at the four workers, the spares are released, the sum is C's; sliding_ok
+    (Fortran's sliding_is_ok, Python's ok()) is true at the workers after the start and false at the
+    released spares; dims of a runtime never created (Fortran) or freed (Python) is ERR_ARG."""
+    run, c_run = checkonce(lang), checkonce("c")
+    assert [c_run.value(r, "coords") for r in range(CHECKONCE_NP)] == ["0,0", "0,1", "1,0", "1,1", "-1,-1", "-1,-1"]
+    assert [c_run.value(r, "finish") for r in range(CHECKONCE_NP)] == ["OK"] * 4 + [None] * 2, c_run.describe()
+    assert_like_c(run, c_run, lang)
+    assert [run.value(r, "status") for r in range(CHECKONCE_NP)] == ["OK"] * CHECKONCE_NP, run.describe()
+    if lang != "cpp":
+        assert [run.value(r, "ok_start") for r in range(CHECKONCE_NP)] == ["1"] * 4 + ["0"] * 2, run.describe()
+        assert [run.value(r, "null") for r in range(CHECKONCE_NP)] == ["ERR_ARG"] * CHECKONCE_NP, run.describe()
+    if lang == "fortran":
+        assert [run.value(r, "ndims") for r in range(CHECKONCE_NP)] == ["2"] * CHECKONCE_NP
+
+
+@pytest.mark.parametrize("kill", CHECKONCE_KILLS)
+@pytest.mark.parametrize("lang", CHECKONCE_LANGUAGES)
+def test_check_once_recovery_and_callbacks_like_c(checkonce, lang, kill):
+    """A node dies at an iteration, inside its second checkpoint, or a spare while waiting and then a
+    worker: the language's loop recovers as C's does, every callback sees the same old and new ranks at
+    the same process (a promoted spare: -1>R), and the final sum is the failure-free one."""
+    run, c_run = checkonce(lang, kill=kill), checkonce("c", kill=kill)
+    calls = [c_run.value(r, "callback") or "" for r in range(CHECKONCE_NP)]
+    assert any(call.startswith("-1>") for call in calls), c_run.describe()
+    assert [s for s in (c_run.value(r, "sum") for r in range(CHECKONCE_NP)) if s] == \
+        [checkonce("c").value(0, "sum")], c_run.describe()
+    assert_like_c(run, c_run, lang)
+
+
+@pytest.mark.parametrize("lang,mode", [("fortran", "callback-fails"), ("cpp", "callback-fails"),
+                                       ("python", "callback-returns"), ("python", "callback-raises")])
+def test_failed_callback_ends_the_run_everywhere(checkonce, lang, mode):
+    """Node 1 dies at iteration 6; the callback of the new logical rank 0 (world rank 2) returns 1, or in
+    Python raises ValueError: every living process, survivor or spare, returns ERR_CALLBACK (from the
+    recovery, or from the start it was waiting in), as in C, and the run ends without a hang. Python's
+    SlidingError at world rank 2 has the ValueError as its cause; C++'s sliding::failure names the status."""
+    run, c_run = checkonce(lang, mode, "1@iter=6"), checkonce("c", "callback-fails", "1@iter=6")
+    assert_like_c(run, c_run, lang)
+    living = [0, 2, 3, 4, 5]
+    assert {r: run.value(r, "status") for r in living} == dict.fromkeys(living, "ERR_CALLBACK"), run.describe()
+    assert run.value(2, "callback") == "2>0", run.describe()
+    if lang == "python":
+        assert run.value(2, "cause") == ("ValueError" if mode == "callback-raises" else None), run.describe()
+    if lang == "cpp":
+        assert run.value(2, "what").startswith("ERR_CALLBACK: a recovery callback"), run.describe()

@@ -1,8 +1,9 @@
 ! sliding.f90 -- the sliding runtime (sliding/runtime/include/sliding.h) from
 ! Fortran 2018: `use sliding`, with `use mpi_f08` communicators.
 !
-! The calls are sliding.h's, under the same names, and do the same; the
-! functions return the runtime's status (SLIDING_OK or a code whose name
+! The calls are sliding.h's, under the same names (but sliding_is_ok for C's
+! sliding_ok, which Fortran could not tell from SLIDING_OK), and do the same;
+! the functions return the runtime's status (SLIDING_OK or a code whose name
 ! sliding_status_name gives and whose one-line message sliding_strerror
 ! gives), as the C functions do:
 !
@@ -11,12 +12,45 @@
 !     integer :: rc, role
 !     integer(int64) :: version
 !     real(real64), allocatable, target :: u(:,:,:)
+!     integer :: ndims, dims(3), it
 !     rc = sliding_create(MPI_COMM_WORLD, 'torus:3x2x2', 'x:1', 'hybrid', s)
 !     ! K processes per node: ..., s, block='2x2x1', node_key=rank / 4)
-!     rc = sliding_register(s, u)                ! every process, spares too
+!     rc = sliding_dims(s, ndims, dims)          ! the rank grid, before sliding_start
+!     allocate(u(...))                           ! sized from dims: spares too
+!     rc = sliding_register(s, u)                ! every process, the same sizes
+!     rc = sliding_on_recovery(s, on_recovery)   ! optional: re-derive what depends on cart
 !     rc = sliding_start(s, cart, role, version) ! spares wait here
-!     ...
-!     rc = sliding_recover(s, cart, role, version)
+!     if (rc == SLIDING_OK .and. role /= SLIDING_FINISHED .and. version < 0) call initialize(u)
+!     it = int(max(version, 0_int64))
+!     do while (rc == SLIDING_OK .and. role /= SLIDING_FINISHED)
+!         do while (it < n .and. sliding_is_ok(s)) ! MPI calls on cart go unchecked
+!             call step(cart, it, u)
+!             it = it + 1
+!             if (mod(it, 10) == 0) rc = sliding_checkpoint(s, int(it, int64)) ! failed: is_ok says so
+!         end do
+!         rc = sliding_finish(s)
+!         if (rc == SLIDING_OK) exit
+!         rc = sliding_recover(s, cart, role, version) ! the same status everywhere
+!         if (rc == SLIDING_OK .and. role /= SLIDING_FINISHED .and. version < 0) call initialize(u)
+!         it = int(max(version, 0_int64))
+!     end do
+!     call sliding_free(s)                       ! then MPI_Finalize; rc says how it went
+!
+! This is sliding.h's check-once loop: mpi_f08 calls without ierror return
+! after the runtime's error handler on cart has recorded the first error and
+! revoked cart, so the iteration runs to its end and sliding_is_ok says once
+! whether to recover. A recovery callback is a bind(c) function of the
+! interface sliding_recovery_callback (the runtime, the old and new logical
+! rank, the new cart as type(MPI_Comm)) returning 0, or non-zero to end the
+! run with SLIDING_ERR_CALLBACK at every process:
+!
+!     integer(c_int) function on_recovery(s, old_rank, new_rank, cart) bind(c)
+!         type(sliding_t), intent(in) :: s
+!         integer(c_int), intent(in) :: old_rank, new_rank
+!         type(MPI_Comm), intent(in) :: cart
+!         ...
+!         on_recovery = 0
+!     end function
 !
 ! Registered arrays are taken by reference and the runtime writes into them
 ! inside later calls (sliding_start, sliding_recover), long after
@@ -33,7 +67,7 @@
 ! into an MPI_Info (sliding_fortran.c, through sliding_create_options); that C
 ! side does every conversion of an MPI handle too. SLIDING_OK, the roles and
 ! SLIDING_POINT_ITER are C's values (tests/test_sliding_languages.py compares
-! them).
+! them); other statuses are named by sliding_status_name ('ERR_FAILED').
 !
 ! Build it with your program and the project's mpifort (after
 ! eval "$(ftslide env)"):
@@ -44,9 +78,10 @@ module sliding
     implicit none
     private
 
-    public :: sliding_t, sliding_recovery_times
+    public :: sliding_t, sliding_recovery_times, sliding_recovery_callback
     public :: SLIDING_OK, SLIDING_INITIAL, SLIDING_SURVIVOR, SLIDING_PROMOTED, SLIDING_FINISHED, SLIDING_POINT_ITER
     public :: sliding_create, sliding_register, sliding_start, sliding_checkpoint, sliding_recover
+    public :: sliding_dims, sliding_coords, sliding_on_recovery, sliding_is_ok, sliding_finish
     public :: sliding_finalize, sliding_free, sliding_rank, sliding_node, sliding_lane, sliding_ranks
     public :: sliding_ranks_per_node, sliding_failed, sliding_last_recovery, sliding_killpoint
     public :: sliding_strerror, sliding_status_name, sliding_point_name
@@ -61,8 +96,9 @@ module sliding
         enumerator :: SLIDING_POINT_ITER = 0
     end enum
 
-    ! A runtime instance (sliding_t * in C).
-    type :: sliding_t
+    ! A runtime instance (sliding_t * in C; interoperable, so that a recovery
+    ! callback receives it).
+    type, bind(c) :: sliding_t
         type(c_ptr) :: ptr = c_null_ptr
     end type
 
@@ -72,6 +108,21 @@ module sliding
         integer(c_int) :: attempts, failed_nodes
         integer(c_int64_t) :: moved_bytes, buddy_bytes
     end type
+
+    ! A recovery callback (sliding_on_recovery): called at every process that
+    ! holds a rank after a recovery, with the logical rank it held before (-1:
+    ! it was waiting), the one it holds now and the new Cartesian communicator;
+    ! the registered arrays already hold the checkpoint. Returns 0, or non-zero
+    ! to end the run (SLIDING_ERR_CALLBACK at every process). It must not free
+    ! cart; it may use MPI on it and on its own communicators.
+    abstract interface
+        integer(c_int) function sliding_recovery_callback(s, old_rank, new_rank, cart) bind(c)
+            import :: c_int, sliding_t, MPI_Comm
+            type(sliding_t), intent(in) :: s
+            integer(c_int), intent(in) :: old_rank, new_rank
+            type(MPI_Comm), intent(in) :: cart
+        end function
+    end interface
 
     interface
         integer(c_int) function c_create(comm, grid, spares, method, block, node_key, node_coords, out) &
@@ -104,6 +155,29 @@ module sliding
             import :: c_int, c_int64_t, c_ptr
             type(c_ptr), value :: s
             integer(c_int64_t), value :: version
+        end function
+        integer(c_int) function c_on_recovery(s, callback) bind(c, name='sliding_fortran_on_recovery')
+            import :: c_int, c_ptr, c_funptr
+            type(c_ptr), value :: s
+            type(c_funptr), value :: callback
+        end function
+        integer(c_int) function c_dims(s, ndims, dims) bind(c, name='sliding_dims')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int), intent(out) :: ndims, dims(3)
+        end function
+        integer(c_int) function c_coords(s, coords) bind(c, name='sliding_coords')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int), intent(out) :: coords(3)
+        end function
+        integer(c_int) function c_ok(s) bind(c, name='sliding_ok')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
+        end function
+        integer(c_int) function c_finish(s) bind(c, name='sliding_finish')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: s
         end function
         integer(c_int) function c_finalize(s) bind(c, name='sliding_finalize')
             import :: c_int, c_ptr
@@ -234,6 +308,53 @@ contains
         integer(c_int) :: c_role
         status = c_recover(s%ptr, cart%MPI_VAL, c_role, version)
         role = c_role
+    end function
+
+    ! The rank grid, before or after sliding_start: ndims (2 or 3) and its
+    ! sizes (dims(3) = 1 in 2D).
+    integer function sliding_dims(s, ndims, dims) result(status)
+        type(sliding_t), intent(in) :: s
+        integer, intent(out) :: ndims, dims(3)
+        integer(c_int) :: c_ndims, c_sizes(3)
+        status = c_dims(s%ptr, c_ndims, c_sizes)
+        ndims = c_ndims
+        dims = c_sizes
+    end function
+
+    ! This process's tile: its coordinates in the rank grid, from 0 as
+    ! MPI_Cart_coords gives them, or -1s if it holds no rank (a spare).
+    integer function sliding_coords(s, coords) result(status)
+        type(sliding_t), intent(in) :: s
+        integer, intent(out) :: coords(3)
+        integer(c_int) :: c_coords3(3)
+        status = c_coords(s%ptr, c_coords3)
+        coords = c_coords3
+    end function
+
+    ! Register a recovery callback (the interface sliding_recovery_callback),
+    ! called after every successful recovery in the order registered. Every
+    ! process, spares included, registers the same number before sliding_start.
+    integer function sliding_on_recovery(s, callback) result(status)
+        type(sliding_t), intent(in) :: s
+        procedure(sliding_recovery_callback) :: callback
+        status = c_on_recovery(s%ptr, c_funloc(callback))
+    end function
+
+    ! C's sliding_ok (Fortran's names ignore case: sliding_ok would be
+    ! SLIDING_OK): whether this worker's step may go on, no error recorded on
+    ! cart since it was built and cart not revoked. .false.: call
+    ! sliding_recover (or sliding_finish, which then fails). Local.
+    logical function sliding_is_ok(s)
+        type(sliding_t), intent(in) :: s
+        sliding_is_ok = c_ok(s%ptr) /= 0
+    end function
+
+    ! The end of the run, collective over the workers: SLIDING_OK when every
+    ! worker completed (the waiting processes are released), else
+    ! SLIDING_ERR_FAILED: call sliding_recover and run again from the checkpoint.
+    integer function sliding_finish(s) result(status)
+        type(sliding_t), intent(in) :: s
+        status = c_finish(s%ptr)
     end function
 
     integer function sliding_finalize(s) result(status)

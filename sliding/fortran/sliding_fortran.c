@@ -5,9 +5,11 @@
  * Fortran hands communicators over as their integer value (type(MPI_Comm)'s
  * MPI_VAL), which only MPI_Comm_f2c/MPI_Comm_c2f turn into C handles and
  * back: this file does all of that, so the module never assumes what a C
- * handle is. An array of any type and rank arrives as a C descriptor
- * (ISO_Fortran_binding.h, Fortran 2018's type(*), dimension(..)): its base
- * address is registered as it is, without a copy, if it is contiguous.
+ * handle is (a recovery callback written in Fortran gets cart through
+ * call_fortran_callback). An array of any type and rank arrives as a C
+ * descriptor (ISO_Fortran_binding.h, Fortran 2018's type(*), dimension(..)):
+ * its base address is registered as it is, without a copy, if it is
+ * contiguous.
  *
  * Compiled by the user's mpifort together with sliding.f90 (gfortran
  * compiles a .c given on its command line with the matching gcc), against
@@ -61,4 +63,26 @@ int sliding_fortran_recover(sliding_t *s, MPI_Fint *cart, int *role, int64_t *ve
     int status = sliding_recover(s, &c, role, version);
     *cart = MPI_Comm_c2f(c);
     return status;
+}
+
+/* sliding.f90's sliding_recovery_callback: every argument by reference, the
+ * runtime as a type(sliding_t) (one pointer), cart as a type(MPI_Comm) (one
+ * MPI_Fint). */
+typedef int (*fortran_callback)(sliding_t *const *s, const int *old_rank, const int *new_rank, const MPI_Fint *cart);
+
+/* The C callback the runtime calls; arg is the Fortran function, carried as
+ * an integer (POSIX lets a function pointer go through void * and back). */
+static int call_fortran_callback(sliding_t *s, int old_rank, int new_rank, MPI_Comm cart, void *arg)
+{
+    fortran_callback callback = (fortran_callback)(uintptr_t)arg;
+    MPI_Fint f_cart = MPI_Comm_c2f(cart);
+    return callback(&s, &old_rank, &new_rank, &f_cart);
+}
+
+int sliding_fortran_on_recovery(sliding_t *s, fortran_callback callback)
+{
+    if (!callback) {
+        return SLIDING_ERR_ARG;
+    }
+    return sliding_on_recovery(s, call_fortran_callback, (void *)(uintptr_t)callback);
 }

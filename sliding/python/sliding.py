@@ -8,17 +8,40 @@ registered buffers numpy arrays taken by reference (no copy)::
     import sliding
 
     s = sliding.Sliding(MPI.COMM_WORLD, "torus:3x2x2", "x:1", "hybrid")  # block=, node_key=, node_coords=
-    u = np.zeros((10, 10, 10))
-    s.register(u)                         # every process, spares too; u must stay alive and in place
+    u = np.zeros(tile_shape(s.dims))      # the rank grid, known before start: spares size theirs too
+    s.register(u)                         # every process, the same sizes; u stays alive and in place
     cart, role, version = s.start()       # spares wait here
-    while ...:
+    if role != sliding.Role.FINISHED and version < 0:
+        initialize(u, cart)
+    it = max(version, 0)                  # a promoted spare resumes at `version`
+    while role != sliding.Role.FINISHED:
         try:
-            cart.Sendrecv(...)            # uppercase, buffer-based calls on cart
-            s.checkpoint(it)              # raises MPI.Exception on a failure, as mpi4py's calls do
-        except MPI.Exception:
-            cart, role, version = s.recover()   # u holds checkpoint `version` again
-    s.finalize()
+            while it < n:
+                step(cart, it, u)         # uppercase, buffer-based calls on cart, unchecked
+                it += 1
+                if it % 10 == 0:
+                    s.checkpoint(it)
+            s.finish()                    # every worker completed: spares released
+            break
+        except MPI.Exception:             # the first failed call, here or (by the revoke) elsewhere
+            cart, role, version = s.recover()   # SlidingError (ERR_NO_SPARE ...) if it cannot
+            if role != sliding.Role.FINISHED and version < 0:
+                initialize(u, cart)       # no checkpoint yet: start over
+            it = max(version, 0)          # every worker resumes at `version`
     s.free()
+
+This is sliding.h's check-once style in Python's words. The runtime's error handler on the
+Cartesian communicator records the first error and revokes it, then returns the error, which mpi4py
+raises as ``MPI.Exception``; the revoke makes the other workers' calls on it raise too, and
+:meth:`Sliding.checkpoint` and :meth:`Sliding.finish` raise it when a process failed, here or
+elsewhere. So one ``except MPI.Exception`` around the whole loop replaces the per-call checks, and
+:meth:`Sliding.recover` is the handler. :meth:`Sliding.ok` (C's sliding_ok) is there for code that
+catches the exception inside a step and goes on: it says whether to recover.
+
+Callbacks (:meth:`Sliding.on_recovery`): ``fn(s, old_rank, new_rank, cart)`` after every recovery,
+``cart`` the new ``MPI.Cartcomm``; an exception it raises, or a result other than None or 0, ends
+the run with ``ERR_CALLBACK`` at every process (the SlidingError of the process where it was raised
+has it as its ``__cause__``).
 
 Use the uppercase, buffer-based methods of mpi4py on the Cartesian communicator (``Sendrecv``,
 ``Gather``, ``Allreduce``): its lowercase collectives (``gather``, ``allreduce``) run on a private
@@ -33,7 +56,9 @@ spells them: :data:`Status` (``Status.ERR_NO_SPARE``), :data:`Role` (``Role.PROM
 Errors: :class:`SlidingError` (one line: the status name and the runtime's message) for a status
 other than ``OK``; :class:`ArrayError`, also a ``ValueError``, for an array that cannot be
 registered (not C-contiguous, not writeable); ``MPI.Exception`` from :meth:`Sliding.checkpoint`
-when a process failed during it. Each call costs what its C function costs, plus a ctypes call.
+and :meth:`Sliding.finish` when a process failed (C's MPI error and ``ERR_FAILED``), so that they
+are caught with the failed calls on the Cartesian communicator. Each call costs what its C function
+costs, plus a ctypes call.
 """
 
 from __future__ import annotations
@@ -42,6 +67,7 @@ import ctypes
 import os
 from enum import IntEnum
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 from mpi4py import MPI
@@ -61,6 +87,9 @@ class RecoveryTimes(ctypes.Structure):
                 ("moved_bytes", ctypes.c_int64), ("buddy_bytes", ctypes.c_int64)]
 
 
+# sliding_recovery_callback: int fn(sliding_t *s, int old_rank, int new_rank, MPI_Comm cart, void *arg)
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _comm, ctypes.c_void_p)
+
 _SIGNATURES = {
     "sliding_create_options": (ctypes.c_int, [_comm, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                               ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
@@ -71,6 +100,11 @@ _SIGNATURES = {
     "sliding_checkpoint": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
     "sliding_recover": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_comm), ctypes.POINTER(ctypes.c_int),
                                        ctypes.POINTER(ctypes.c_int64)]),
+    "sliding_on_recovery": (ctypes.c_int, [ctypes.c_void_p, _CALLBACK, ctypes.c_void_p]),
+    "sliding_dims": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]),
+    "sliding_coords": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]),
+    "sliding_ok": (ctypes.c_int, [ctypes.c_void_p]),
+    "sliding_finish": (ctypes.c_int, [ctypes.c_void_p]),
     "sliding_finalize": (ctypes.c_int, [ctypes.c_void_p]),
     "sliding_free": (None, [ctypes.c_void_p]),
     "sliding_rank": (ctypes.c_int, [ctypes.c_void_p]),
@@ -163,6 +197,8 @@ class Sliding:
     def __init__(self, comm: MPI.Comm, grid: str, spares: str, method: str, *, block: str | None = None,
                  node_key: int | None = None, node_coords: str | os.PathLike[str] | None = None) -> None:
         self._arrays: list[np.ndarray] = []  # registered: kept alive as long as the runtime writes into them
+        self._callbacks: list[ctypes._CFuncPtr] = []  # the C callbacks the runtime holds: kept alive with it
+        self._callback_error: BaseException | None = None  # what a callback raised in the last recovery
         self._s = ctypes.c_void_p()
         key = ctypes.c_int(node_key) if node_key is not None else None
         _check(library().sliding_create_options(
@@ -183,6 +219,27 @@ class Sliding:
         _check(library().sliding_register(self._s, array.ctypes.data, array.nbytes))
         self._arrays.append(array)
 
+    def on_recovery(self, fn: Callable[[Sliding, int, int, MPI.Cartcomm], int | None]) -> None:
+        """Call ``fn(self, old_rank, new_rank, cart)`` after every successful recovery, at every
+        process that holds a rank, before :meth:`recover` (or, at a promoted spare, :meth:`start`)
+        returns: the logical rank held before (-1: it was waiting), the one held now and the new
+        Cartesian communicator; the arrays already hold the checkpoint. ``fn`` returns None or 0;
+        another result, or an exception, ends the run: :meth:`recover` raises SlidingError
+        ``ERR_CALLBACK`` at every process (chained to the exception where there was one). It must
+        not ``Free`` cart. Every process, spares too, registers the same number before :meth:`start`."""
+
+        def call(_s, old_rank: int, new_rank: int, cart: int | None, _arg) -> int:
+            try:
+                result = fn(self, old_rank, new_rank, _cart(_comm(cart)))
+                return 0 if result is None or result == 0 else 1
+            except BaseException as exc:  # ctypes would print it and return 0: the runtime must see it
+                self._callback_error = exc
+                return 1
+
+        callback = _CALLBACK(call)
+        _check(library().sliding_on_recovery(self._s, callback, None))
+        self._callbacks.append(callback)
+
     def start(self) -> tuple[MPI.Cartcomm, IntEnum, int]:
         """(Cartesian communicator, role, version): workers return at once (Role.INITIAL), spares wait
         until promoted (Role.PROMOTED, the arrays holding checkpoint ``version``, -1 for none) or
@@ -191,20 +248,43 @@ class Sliding:
 
     def checkpoint(self, version: int) -> None:
         """Checkpoint the registered arrays as ``version``; collective over the workers. Raises
-        ``MPI.Exception`` when a process failed during it (the previous checkpoint stays)."""
+        ``MPI.Exception`` when a process failed during it, or a worker's step had failed before it
+        (the previous checkpoint stays)."""
         rc = library().sliding_checkpoint(self._s, version)
         if rc != 0:
             raise MPI.Exception(rc)
 
+    def ok(self) -> bool:
+        """C's sliding_ok: whether this worker's step may go on (no error recorded on the Cartesian
+        communicator since it was built, and it is not revoked). False: recover. Local."""
+        return bool(library().sliding_ok(self._s))
+
+    def finish(self) -> None:
+        """The end of the run, collective over the workers: an agreement that every worker completed
+        (its final collectives included). Returns when they all did; the waiting processes are then
+        released and no recovery happens any more. Raises ``MPI.Exception`` when one did not (C's
+        ``ERR_FAILED``; its error class MPIX_ERR_PROC_FAILED, as :meth:`checkpoint`'s for a failure
+        elsewhere), to be caught with the step's: recover and run again from the checkpoint."""
+        rc = library().sliding_finish(self._s)
+        if rc == _enums()["Status"].ERR_FAILED:
+            raise MPI.Exception(MPI.ERR_PROC_FAILED)
+        _check(rc)
+
     def recover(self) -> tuple[MPI.Cartcomm, IntEnum, int]:
         """After an ``MPI.Exception`` on the Cartesian communicator: (the new one, role, version), the
-        arrays holding checkpoint ``version`` (-1: none committed, arrays unchanged). Raises
-        SlidingError (e.g. ``ERR_NO_SPARE``), the same at every survivor."""
+        arrays holding checkpoint ``version`` (-1: none committed, arrays unchanged: initialise them).
+        Raises SlidingError (e.g. ``ERR_NO_SPARE``, ``ERR_CALLBACK``), the same at every survivor."""
         return self._enter(library().sliding_recover)
 
     def _enter(self, call) -> tuple[MPI.Cartcomm, IntEnum, int]:
         cart, role, version = _comm(), ctypes.c_int(), ctypes.c_int64()
-        _check(call(self._s, ctypes.byref(cart), ctypes.byref(role), ctypes.byref(version)))
+        self._callback_error = None
+        status = call(self._s, ctypes.byref(cart), ctypes.byref(role), ctypes.byref(version))
+        raised, self._callback_error = self._callback_error, None
+        if status == _enums()["Status"].ERR_CALLBACK and raised is not None:
+            first = (str(raised).splitlines() or [""])[0]
+            raise SlidingError(status, f" ({type(raised).__name__} in the callback: {first})") from raised
+        _check(status)
         return _cart(cart), _enums()["Role"](role.value), version.value
 
     def finalize(self) -> None:
@@ -216,6 +296,7 @@ class Sliding:
         library().sliding_free(self._s)
         self._s = ctypes.c_void_p()
         self._arrays.clear()
+        self._callbacks.clear()
 
     @property
     def rank(self) -> int:
@@ -240,6 +321,23 @@ class Sliding:
     @property
     def ranks_per_node(self) -> int:
         return library().sliding_ranks_per_node(self._s)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The rank grid's sizes, one per dimension (2 or 3), before or after :meth:`start`: what
+        ``cart.dims`` will be. SlidingError ``ERR_ARG`` after :meth:`free`."""
+        ndims, dims = ctypes.c_int(), (ctypes.c_int * 3)()
+        _check(library().sliding_dims(self._s, ctypes.byref(ndims), dims))
+        return tuple(dims[:ndims.value])
+
+    @property
+    def coords(self) -> tuple[int, ...]:
+        """This process's tile, its coordinates in the rank grid (``cart.coords`` once it works), or
+        -1s if it holds no rank (a spare); before or after :meth:`start`."""
+        ndims = len(self.dims)
+        coords = (ctypes.c_int * 3)()
+        _check(library().sliding_coords(self._s, coords))
+        return tuple(coords[:ndims])
 
     def failed(self) -> list[int]:
         """The agreed failed nodes, in the order they failed."""

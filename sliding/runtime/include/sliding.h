@@ -142,7 +142,7 @@
 extern "C" {
 #endif
 
-typedef struct sliding sliding_t;
+typedef struct sliding_runtime sliding_t;
 
 /* Timing of the last successful recovery, in seconds (see sliding_last_recovery). */
 typedef struct sliding_recovery_times {

@@ -42,7 +42,7 @@ typedef struct copy {
     char *data;       /* total_bytes */
 } copy_t;
 
-struct sliding {
+struct sliding_runtime {
     MPI_Comm world, alive, cart;
     MPI_Group world_group;
     slide_layout layout;
