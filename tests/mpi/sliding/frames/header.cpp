@@ -1,0 +1,19 @@
+/*
+ * The program around a C++ example of docs/sliding-runtime.md marked
+ * <!-- frame: header -->: tests/test_sliding_examples.py puts the example, as
+ * written, where the line EXAMPLE is, in main after MPI_Init. stencil_frame.h
+ * gives what it uses (n, tile_bytes, initialize, step: the C example's) and
+ * prints the checksum after sliding_finish.
+ */
+#include <cstdio>
+#include <vector>
+
+#include "sliding.hpp"
+
+#include "frames/stencil_frame.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+EXAMPLE
+}
