@@ -171,6 +171,7 @@ typedef int (*sliding_recovery_callback)(sliding_t *s, int old_rank, int new_ran
 #define SLIDING_INFO_BLOCK "sliding_block"             /* "AxB[xC]": the block each node runs */
 #define SLIDING_INFO_NODE_KEY "sliding_node_key"       /* an integer: same key, same node */
 #define SLIDING_INFO_NODE_COORDS "sliding_node_coords" /* a path: the node coordinate file */
+#define SLIDING_INFO_CHECKPOINT_EVERY "sliding_checkpoint_every" /* an integer >= 1: sliding_checkpoint_due */
 
 /* Validate the layout and method against comm, with one process per node
  * (process n is node n) or K per node grouped by shared memory:
@@ -188,7 +189,9 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
  *                        process n as node n); give it on every process or none;
  *   sliding_node_coords  the path of a node coordinate file (sliding_nodes.h),
  *                        read by the process of rank 0; give it on every process
- *                        or none.
+ *                        or none;
+ *   sliding_checkpoint_every  N >= 1: sliding_checkpoint_due() says yes every
+ *                        N iterations (default 5).
  * Every process returns the same status: SLIDING_ERR_SIZE (the size is not a
  * multiple of the grid's nodes), SLIDING_ERR_NODES (nodes with different
  * process counts), SLIDING_ERR_NODE_COUNT (another number of nodes than the
@@ -204,6 +207,17 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
  * SLIDING_ERR_MPI if the info cannot be built. Collective over comm. */
 int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                            const char *block, const int *node_key, const char *node_coords, sliding_t **out);
+
+/* sliding_create_info() from the command line, as MPI_Init takes its own
+ * arguments: the options --block AxB[xC], --emulate-nodes K (every K
+ * consecutive processes of comm a node: node key rank / K), --node-coords
+ * FILE and --checkpoint-every N (the info keys), then GRID SPARES METHOD, are
+ * taken out of *argv (*argc shrinks; the program's name and the arguments
+ * after METHOD stay, in order). Returns SLIDING_ERR_ARG, with argv untouched,
+ * if they are missing or an option is unknown or lacks its value; otherwise
+ * sliding_create_info()'s status. Collective over comm; every process
+ * returns the same status. */
+int sliding_create_args(MPI_Comm comm, int *argc, char ***argv, sliding_t **out);
 
 /* Register a buffer that checkpoints and recoveries carry. Every process,
  * spares included, registers the same sequence of sizes before sliding_start,
@@ -233,6 +247,11 @@ int sliding_coords(const sliding_t *s, int coords[3]);
  * promoted process's buffers then hold checkpoint *version (-1: none was
  * committed, start from initial values), as after sliding_recover(). */
 int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version);
+
+/* Whether the application's checkpoint labelled `iteration` is due: every N
+ * iterations (info "sliding_checkpoint_every", --checkpoint-every; default
+ * 5), as SCR_Need_checkpoint answers for SCR. Local, O(1); 0 for a NULL s. */
+int sliding_checkpoint_due(const sliding_t *s, int64_t iteration);
 
 /* Take a checkpoint of the registered buffers labelled 'version'. Collective
  * over the workers (the current Cartesian communicator). On a failure during
@@ -277,12 +296,32 @@ const int32_t *sliding_map(const sliding_t *s);   /* node rank -> node, R / K en
                                                    * rank -> node with one process per node) */
 int sliding_failed(const sliding_t *s, const int32_t **nodes); /* agreed failed nodes, in order */
 void sliding_last_recovery(const sliding_t *s, sliding_recovery_times *out);
+/* Logical rank 0 prints, on stdout, the line that says where the workers
+ * resume after the last recovery (nothing if none happened yet):
+ *   PROGRAM: recovered iteration=I failed=1,6 attempts=1 agree_ms=1.330
+ *   map_ms=0.004 rebuild_ms=1.970 state_ms=0.300 commit_ms=0.360
+ *   total_ms=3.970 moved_bytes=32000 buddy_bytes=64000
+ * (one line; the examples' protocol, which ftslide/sliding/runtime.py reads). */
+void sliding_report_recovery(const sliding_t *s, const char *program, int64_t iteration);
+
+/* Print a status on stderr as "PROGRAM: error step=STEP status=NAME
+ * message=...": at every process if s is a runtime (its statuses are the same
+ * everywhere, and any process may be the one left), else (a failed creation)
+ * at rank 0 of MPI_COMM_WORLD only. */
+void sliding_report_error(const sliding_t *s, const char *program, const char *step, int status);
 
 /* Fault injection: if FTSLIDE_KILL names this process's node at `point`
  * ("iter=12"), SIGKILL the node's other processes and this one (with
  * FTSLIDE_KILL_NODE=1, the node's daemon first: ftslide_killpoint.h). Costs a
  * test of a static variable when FTSLIDE_KILL is unset. */
 void sliding_killpoint(const sliding_t *s, const char *point);
+
+/* sliding_killpoint() with the point formatted as printf's: ("iter=%d", it). */
+void sliding_killpointf(const sliding_t *s, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,9 @@
  */
 #include "sliding.h"
 
+#include <inttypes.h>
 #include <mpi-ext.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,7 @@ struct sliding_runtime {
     callback_t *callbacks;
     int holds_hooks;          /* counted in runtimes_alive */
     int started, recovered;
+    int64_t checkpoint_every; /* sliding_checkpoint_due's interval */
     sliding_recovery_times last;
 };
 
@@ -179,6 +182,7 @@ typedef struct options {
     int has_key;
     long long key;
     char coords[4096];        /* "" if not given */
+    long long every;          /* checkpoint interval; 0 if not given */
 } options_t;
 
 /* Read the info keys; SLIDING_ERR_INFO for a malformed value. */
@@ -197,6 +201,14 @@ static int read_options(MPI_Info info, options_t *o)
     MPI_Info_get(info, SLIDING_INFO_NODE_COORDS, (int)sizeof o->coords - 1, o->coords, &flag);
     if (!flag) {
         o->coords[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_CHECKPOINT_EVERY, (int)sizeof value - 1, value, &flag);
+    if (flag) {
+        char *end;
+        o->every = strtoll(value, &end, 10);
+        if (end == value || *end != '\0' || o->every < 1 || o->every > INT32_MAX) {
+            return SLIDING_ERR_INFO;
+        }
     }
     MPI_Info_get(info, SLIDING_INFO_NODE_KEY, (int)sizeof value - 1, value, &flag);
     if (flag) {
@@ -331,6 +343,21 @@ void sliding_killpoint(const sliding_t *s, const char *point)
     free(logical_ranks);
 }
 
+void sliding_killpointf(const sliding_t *s, const char *format, ...)
+{
+    if (ftslide_killspec() == NULL || format == NULL) {
+        return;
+    }
+    char point[256];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(point, sizeof point, format, args);
+    va_end(args);
+    if (n > 0 && (size_t)n < sizeof point) {
+        sliding_killpoint(s, point);
+    }
+}
+
 int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                    sliding_t **out)
 {
@@ -432,6 +459,7 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
         s->k = k;
         s->method = m;
         s->version = -1;
+        s->checkpoint_every = opt.every > 0 ? opt.every : 5;
         s->cart = MPI_COMM_NULL;
         s->own.rank = s->buddy.rank = s->own_pending.rank = s->buddy_pending.rank = -1;
         s->work_bytes = slide_map_workspace_bytes(&layout);
@@ -509,6 +537,51 @@ int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, 
     }
     int status = rc == MPI_SUCCESS ? sliding_create_info(comm, grid, spares, method, info, out) : SLIDING_ERR_MPI;
     MPI_Info_free(&info);
+    return status;
+}
+
+int sliding_create_args(MPI_Comm comm, int *argc, char ***argv, sliding_t **out)
+{
+    static const char *const options[][2] = {{"--block", SLIDING_INFO_BLOCK},
+                                             {"--node-coords", SLIDING_INFO_NODE_COORDS},
+                                             {"--checkpoint-every", SLIDING_INFO_CHECKPOINT_EVERY},
+                                             {"--emulate-nodes", SLIDING_INFO_NODE_KEY}};
+    const int noptions = (int)(sizeof options / sizeof options[0]);
+    int rank, size, first = 1, bad = !argc || !argv || !*argv || !out;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Info info;
+    if (MPI_Info_create(&info) != MPI_SUCCESS) {
+        return SLIDING_ERR_MPI;
+    }
+    for (; !bad && first + 1 < *argc && strncmp((*argv)[first], "--", 2) == 0; first += 2) {
+        const char *option = (*argv)[first], *value = (*argv)[first + 1];
+        int o = 0;
+        while (o < noptions && strcmp(option, options[o][0]) != 0) {
+            o++;
+        }
+        char key[24], *end;
+        long k = strtol(value, &end, 10);
+        if (o == noptions) {
+            bad = 1;
+        } else if (strcmp(option, "--emulate-nodes") != 0) {
+            MPI_Info_set(info, options[o][1], value);
+        } else if (*end == '\0' && k >= 1 && k <= size) { /* every k consecutive processes a node */
+            snprintf(key, sizeof key, "%ld", rank / k);
+            MPI_Info_set(info, options[o][1], key);
+        } else {
+            bad = 1;
+        }
+    }
+    bad = bad || first + 3 > *argc;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm);
+    char **arg = bad ? NULL : *argv;
+    int status = bad ? SLIDING_ERR_ARG : sliding_create_info(comm, arg[first], arg[first + 1], arg[first + 2], info, out);
+    MPI_Info_free(&info);
+    if (status == SLIDING_OK) { /* keep the program's name and what follows METHOD */
+        memmove(arg + 1, arg + first + 3, sizeof *arg * (size_t)(*argc - first - 3 + 1)); /* argv[argc] is NULL */
+        *argc -= first + 2;
+    }
     return status;
 }
 
@@ -1064,6 +1137,11 @@ int sliding_recover(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     return status;
 }
 
+int sliding_checkpoint_due(const sliding_t *s, int64_t iteration)
+{
+    return s != NULL && iteration > 0 && iteration % s->checkpoint_every == 0;
+}
+
 int sliding_ok(const sliding_t *s)
 {
     if (!s || s->cart == MPI_COMM_NULL || s->cart_freed_by_app || s->cart_closed || s->cart_error != MPI_SUCCESS) {
@@ -1255,4 +1333,32 @@ int sliding_failed(const sliding_t *s, const int32_t **nodes)
 void sliding_last_recovery(const sliding_t *s, sliding_recovery_times *out)
 {
     *out = s->last;
+}
+
+void sliding_report_recovery(const sliding_t *s, const char *program, int64_t iteration)
+{
+    if (!s || !s->recovered || sliding_rank(s) != 0) {
+        return;
+    }
+    const sliding_recovery_times *t = &s->last;
+    printf("%s: recovered iteration=%" PRId64 " failed=", program, iteration);
+    for (int i = 0; i < s->nfailed; i++) {
+        printf("%s%d", i ? "," : "", (int)s->failed[i]);
+    }
+    printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f"
+           " moved_bytes=%" PRId64 " buddy_bytes=%" PRId64 "\n",
+           t->attempts, t->agree * 1e3, t->mapping * 1e3, t->rebuild * 1e3, t->state * 1e3, t->commit * 1e3,
+           t->total * 1e3, t->moved_bytes, t->buddy_bytes);
+    fflush(stdout);
+}
+
+void sliding_report_error(const sliding_t *s, const char *program, const char *step, int status)
+{
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (s || world_rank == 0) {
+        fprintf(stderr, "%s: error step=%s status=%s message=%s\n", program, step,
+                sliding_status_name(status) ? sliding_status_name(status) : "?", sliding_strerror(status));
+        fflush(stderr);
+    }
 }

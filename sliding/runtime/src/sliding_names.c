@@ -9,7 +9,7 @@ static const struct {
     const char *name, *message;
 } statuses[] = {
     STATUS(SLIDING_OK, "success"),
-    STATUS(SLIDING_ERR_ARG, "invalid grid, spare layout or method (a process per node cannot run a method that "
+    STATUS(SLIDING_ERR_ARG, "invalid or missing grid, spare layout or method (a process per node cannot run a method that "
                             "puts several ranks on one node)"),
     STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included, or "
                              "the same number K on every node (a multiple of the node count)"),
