@@ -176,35 +176,11 @@ static int checksum(field_t *f, MPI_Comm cart, double *total)
     return rc;
 }
 
-/* Logical rank 0 reports the last recovery (it may be a promoted spare). */
-static void report_recovery(const sliding_t *s, MPI_Comm cart, int resume)
-{
-    int rank;
-    MPI_Comm_rank(cart, &rank);
-    if (rank != 0) {
-        return;
-    }
-    sliding_recovery_times t;
-    const int32_t *failed;
-    int nfailed = sliding_failed(s, &failed);
-    sliding_last_recovery(s, &t);
-    printf("jacobi3d: recovered iteration=%d failed=", resume);
-    for (int i = 0; i < nfailed; i++) {
-        printf("%s%d", i ? "," : "", failed[i]);
-    }
-    printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f"
-           " moved_bytes=%" PRId64 " buddy_bytes=%" PRId64 "\n",
-           t.attempts, t.agree * 1e3, t.mapping * 1e3, t.rebuild * 1e3, t.state * 1e3, t.commit * 1e3,
-           t.total * 1e3, t.moved_bytes, t.buddy_bytes);
-    fflush(stdout);
-}
-
 /* A runtime error. Every survivor gets the same one (it derives from agreed
  * state), so all of them leave cleanly with exit status 3. */
 static void fail(sliding_t *s, const char *what, int status)
 {
-    fprintf(stderr, "jacobi3d: error step=%s status=%s message=%s\n", what, sliding_status_name(status),
-            sliding_strerror(status));
+    sliding_report_error(s, "jacobi3d", what, status);
     sliding_free(s);
     MPI_Finalize();
     exit(3);
@@ -299,7 +275,7 @@ int main(int argc, char **argv)
         initial_values(&f, cart);
     }
     if (role == SLIDING_PROMOTED) {
-        report_recovery(s, cart, it);
+        sliding_report_recovery(s, "jacobi3d", it);
     }
     const char *times = getenv("JACOBI3D_TIMES");
     int report_times = times != NULL && strcmp(times, "1") == 0;
@@ -351,7 +327,7 @@ int main(int argc, char **argv)
             initial_values(&f, cart);
             it = 0;
         }
-        report_recovery(s, cart, it);
+        sliding_report_recovery(s, "jacobi3d", it);
     }
 
     int rank = -1;
