@@ -15,6 +15,8 @@
 !     integer :: ndims, dims(3), it
 !     rc = sliding_create(MPI_COMM_WORLD, 'torus:3x2x2', 'x:1', 'hybrid', s)
 !     ! K processes per node: ..., s, block='2x2x1', node_key=rank / 4)
+!     ! or from the command line ([--block AxB ...] GRID SPARES METHOD, then the program's own):
+!     !   rc = sliding_create_from_command_line(MPI_COMM_WORLD, s, first)
 !     rc = sliding_dims(s, ndims, dims)          ! the rank grid, before sliding_start
 !     allocate(u(...))                           ! sized from dims: spares too
 !     rc = sliding_register(s, u)                ! every process, the same sizes
@@ -26,7 +28,7 @@
 !         do while (it < n .and. sliding_is_ok(s)) ! MPI calls on cart go unchecked
 !             call step(cart, it, u)
 !             it = it + 1
-!             if (mod(it, 10) == 0) rc = sliding_checkpoint(s, int(it, int64)) ! failed: is_ok says so
+!             if (sliding_checkpoint_due(s, it)) rc = sliding_checkpoint(s, int(it, int64)) ! failed: is_ok says so
 !         end do
 !         rc = sliding_finish(s)
 !         if (rc == SLIDING_OK) exit
@@ -65,29 +67,38 @@
 ! The optional arguments of sliding_create are the info keys of
 ! sliding_create_info (block, node_key, node_coords), which the C side builds
 ! into an MPI_Info (sliding_fortran.c, through sliding_create_options); that C
-! side does every conversion of an MPI handle too. SLIDING_OK, the roles and
-! SLIDING_POINT_ITER are C's values (tests/test_sliding_languages.py compares
-! them); other statuses are named by sliding_status_name ('ERR_FAILED').
+! side does every conversion of an MPI handle too. Fortran has no argv to
+! edit: sliding_create_from_command_line hands the arguments that
+! get_command_argument reads to C's sliding_create_args, which alone knows the
+! options, and says where the program's own arguments start. SLIDING_OK,
+! SLIDING_ERR_ARG, the roles and SLIDING_POINT_ITER are C's values
+! (tests/test_sliding_languages.py compares them); other statuses are named by
+! sliding_status_name ('ERR_FAILED'). sliding_report_recovery and
+! sliding_report_error print the examples' lines from C, flushed (recovered on
+! stdout, error on stderr), as C programs print them.
 !
 ! Build it with your program and the project's mpifort (after
 ! eval "$(ftslide env)"):
 !   mpifort $SLIDING_CFLAGS sliding/fortran/sliding.f90 sliding/fortran/sliding_fortran.c prog.f90 $SLIDING_LIBS
 module sliding
     use, intrinsic :: iso_c_binding
+    use, intrinsic :: iso_fortran_env, only: output_unit, error_unit
     use mpi_f08, only: MPI_Comm
     implicit none
     private
 
     public :: sliding_t, sliding_recovery_times, sliding_recovery_callback
     public :: SLIDING_OK, SLIDING_INITIAL, SLIDING_SURVIVOR, SLIDING_PROMOTED, SLIDING_FINISHED, SLIDING_POINT_ITER
-    public :: sliding_create, sliding_register, sliding_start, sliding_checkpoint, sliding_recover
+    public :: SLIDING_ERR_ARG
+    public :: sliding_create, sliding_create_from_command_line, sliding_register, sliding_start
+    public :: sliding_checkpoint, sliding_checkpoint_due, sliding_recover
     public :: sliding_dims, sliding_coords, sliding_on_recovery, sliding_is_ok, sliding_finish
     public :: sliding_finalize, sliding_free, sliding_rank, sliding_node, sliding_lane, sliding_ranks
     public :: sliding_ranks_per_node, sliding_failed, sliding_last_recovery, sliding_killpoint
-    public :: sliding_strerror, sliding_status_name, sliding_point_name
+    public :: sliding_strerror, sliding_status_name, sliding_point_name, sliding_report_recovery, sliding_report_error
 
-    enum, bind(c) ! enum sliding_status's first value
-        enumerator :: SLIDING_OK = 0
+    enum, bind(c) ! enum sliding_status's first values
+        enumerator :: SLIDING_OK = 0, SLIDING_ERR_ARG = 1
     end enum
     enum, bind(c) ! enum sliding_role
         enumerator :: SLIDING_INITIAL = 0, SLIDING_SURVIVOR = 1, SLIDING_PROMOTED = 2, SLIDING_FINISHED = 3
@@ -133,6 +144,13 @@ module sliding
             type(c_ptr), value :: block, node_key, node_coords
             type(c_ptr), intent(out) :: out
         end function
+        integer(c_int) function c_create_args(comm, argc, text, first, out) bind(c, name='sliding_fortran_create_args')
+            import :: c_int, c_char, c_ptr
+            integer(c_int), intent(in) :: comm, argc
+            character(kind=c_char), dimension(*), intent(in) :: text
+            integer(c_int), intent(out) :: first
+            type(c_ptr), intent(inout) :: out
+        end function
         integer(c_int) function c_register(s, array) bind(c, name='sliding_fortran_register')
             import :: c_int, c_ptr
             type(c_ptr), value :: s
@@ -143,6 +161,11 @@ module sliding
             type(c_ptr), value :: s
             integer(c_int), intent(out) :: cart, role
             integer(c_int64_t), intent(out) :: version
+        end function
+        integer(c_int) function c_checkpoint_due(s, iteration) bind(c, name='sliding_checkpoint_due')
+            import :: c_int, c_int64_t, c_ptr
+            type(c_ptr), value :: s
+            integer(c_int64_t), value :: iteration
         end function
         integer(c_int) function c_recover(s, cart, role, version) bind(c, name='sliding_fortran_recover')
             import :: c_int, c_int64_t, c_ptr
@@ -222,6 +245,18 @@ module sliding
             type(c_ptr), value :: s
             character(kind=c_char), dimension(*), intent(in) :: point
         end subroutine
+        subroutine c_report_recovery(s, program, iteration) bind(c, name='sliding_report_recovery')
+            import :: c_ptr, c_char, c_int64_t
+            type(c_ptr), value :: s
+            character(kind=c_char), dimension(*), intent(in) :: program
+            integer(c_int64_t), value :: iteration
+        end subroutine
+        subroutine c_report_error(s, program, step, status) bind(c, name='sliding_report_error')
+            import :: c_ptr, c_char, c_int
+            type(c_ptr), value :: s
+            character(kind=c_char), dimension(*), intent(in) :: program, step
+            integer(c_int), value :: status
+        end subroutine
         type(c_ptr) function c_strerror(status) bind(c, name='sliding_strerror')
             import :: c_ptr, c_int
             integer(c_int), value :: status
@@ -274,6 +309,35 @@ contains
                           trim(method) // c_null_char, block_ptr, key_ptr, coords_ptr, s%ptr)
     end function
 
+    ! sliding_create_args (sliding.h) over this program's command line, as
+    ! get_command_argument reads it: the runtime's options (--block AxB[xC],
+    ! --emulate-nodes K, --node-coords FILE, --checkpoint-every N), then GRID
+    ! SPARES METHOD. first is the index (for get_command_argument) of the first
+    ! argument after METHOD, command_argument_count() + 1 if there is none; 0
+    ! on a failure. SLIDING_ERR_ARG at every process if GRID SPARES METHOD are
+    ! missing or an option is unknown or lacks its value (or is malformed:
+    ! --emulate-nodes), otherwise sliding_create's statuses (SLIDING_ERR_INFO
+    ! for a --checkpoint-every that is not a whole number of at least 1).
+    ! Collective over comm.
+    integer function sliding_create_from_command_line(comm, s, first) result(status)
+        type(MPI_Comm), intent(in) :: comm
+        type(sliding_t), intent(out) :: s
+        integer, intent(out) :: first
+        character(len=:, kind=c_char), allocatable :: text, argument
+        integer :: k, length
+        integer(c_int) :: c_first
+        text = ''
+        do k = 0, command_argument_count() ! the program's name first, as C's argv[0]
+            call get_command_argument(k, length=length)
+            allocate(character(len=length, kind=c_char) :: argument)
+            if (length > 0) call get_command_argument(k, argument)
+            text = text // argument // c_null_char
+            deallocate(argument)
+        end do
+        status = c_create_args(comm%MPI_VAL, int(command_argument_count() + 1, c_int), text, c_first, s%ptr)
+        first = c_first
+    end function
+
     ! Register an array (any type and rank, contiguous, TARGET or ALLOCATABLE:
     ! see the top of this file) that checkpoints and recoveries carry.
     integer function sliding_register(s, array) result(status)
@@ -297,6 +361,14 @@ contains
         type(sliding_t), intent(in) :: s
         integer(c_int64_t), intent(in) :: version
         status = c_checkpoint(s%ptr, version)
+    end function
+
+    ! Whether the checkpoint labelled iteration is due: every N iterations
+    ! (--checkpoint-every N, default 5). Local.
+    logical function sliding_checkpoint_due(s, iteration)
+        type(sliding_t), intent(in) :: s
+        integer, intent(in) :: iteration
+        sliding_checkpoint_due = c_checkpoint_due(s%ptr, int(iteration, c_int64_t)) /= 0
     end function
 
     ! cart is replaced (the old one is freed by the runtime).
@@ -414,11 +486,38 @@ contains
         call c_last_recovery(s%ptr, times)
     end function
 
-    ! Fault injection at the point named (sliding.h): 'iter=12'.
-    subroutine sliding_killpoint(s, point)
+    ! Fault injection at the point named (sliding.h): 'iter=12', or
+    ! ('iter=', 12) with the number apart (C's sliding_killpointf).
+    subroutine sliding_killpoint(s, point, number)
         type(sliding_t), intent(in) :: s
         character(*), intent(in) :: point
-        call c_killpoint(s%ptr, trim(point) // c_null_char)
+        integer, intent(in), optional :: number
+        character(len=16) :: digits
+        digits = ''
+        if (present(number)) write(digits, '(i0)') number
+        call c_killpoint(s%ptr, trim(point) // trim(digits) // c_null_char)
+    end subroutine
+
+    ! Logical rank 0 prints the line that says where the workers resume after
+    ! the last recovery, 'PROGRAM: recovered iteration=I failed=... attempts=...'
+    ! (nothing if none happened yet), on stdout, flushed.
+    subroutine sliding_report_recovery(s, program, iteration)
+        type(sliding_t), intent(in) :: s
+        character(*), intent(in) :: program
+        integer, intent(in) :: iteration
+        flush(output_unit) ! what this program wrote before comes first
+        call c_report_recovery(s%ptr, trim(program) // c_null_char, int(iteration, c_int64_t))
+    end subroutine
+
+    ! 'PROGRAM: error step=STEP status=NAME message=...' on stderr: at every
+    ! process for a runtime's status (the same everywhere), at rank 0 of
+    ! MPI_COMM_WORLD only if s was not created.
+    subroutine sliding_report_error(s, program, step, status)
+        type(sliding_t), intent(in) :: s
+        character(*), intent(in) :: program, step
+        integer, intent(in) :: status
+        flush(error_unit)
+        call c_report_error(s%ptr, trim(program) // c_null_char, trim(step) // c_null_char, int(status, c_int))
     end subroutine
 
     function sliding_strerror(status) result(text)

@@ -1,6 +1,7 @@
 /*
  * sliding_fortran.c -- the C side of the Fortran module `sliding`
- * (sliding.f90): the calls that take an MPI handle or an array of any rank.
+ * (sliding.f90): the calls that take an MPI handle or an array of any rank,
+ * and the command line as C's argv.
  *
  * Fortran hands communicators over as their integer value (type(MPI_Comm)'s
  * MPI_VAL), which only MPI_Comm_f2c/MPI_Comm_c2f turn into C handles and
@@ -19,6 +20,8 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sliding.h"
 
@@ -27,6 +30,29 @@ int sliding_fortran_create(const MPI_Fint *comm, const char *grid, const char *s
                            const char *block, const int *node_key, const char *node_coords, sliding_t **out)
 {
     return sliding_create_options(MPI_Comm_f2c(*comm), grid, spares, method, block, node_key, node_coords, out);
+}
+
+/* sliding_create_args on the Fortran program's command line: text holds its
+ * argc arguments, the program's name first, each ended by a NUL. *first is
+ * the index of the first argument after METHOD (argc if there is none), 0 on
+ * a failure. Without memory for the argv, sliding_create_args gets none and
+ * says SLIDING_ERR_ARG, still with every process (the status is collective). */
+int sliding_fortran_create_args(const MPI_Fint *comm, const int *argc, char *text, int *first, sliding_t **out)
+{
+    char **argv = malloc(sizeof(char *) * (size_t)(*argc + 1));
+    for (int i = 0; argv && i < *argc; i++) {
+        argv[i] = text;
+        text += strlen(text) + 1;
+    }
+    if (argv) {
+        argv[*argc] = NULL;
+    }
+    int left = *argc;
+    *out = NULL;
+    int status = sliding_create_args(MPI_Comm_f2c(*comm), &left, &argv, out);
+    *first = status == SLIDING_OK ? *argc - left + 1 : 0;
+    free(argv);
+    return status;
 }
 
 /* The whole array, elem_len times its extents in bytes; a strided section is

@@ -8,6 +8,8 @@ registered buffers numpy arrays taken by reference (no copy)::
     import sliding
 
     s = sliding.Sliding(MPI.COMM_WORLD, "torus:3x2x2", "x:1", "hybrid")  # block=, node_key=, node_coords=
+    # or from the command line, [--block AxB ...] GRID SPARES METHOD then the program's own arguments:
+    #   s, rest = sliding.Sliding.from_args(MPI.COMM_WORLD, sys.argv)
     u = np.zeros(tile_shape(s.dims))      # the rank grid, known before start: spares size theirs too
     s.register(u)                         # every process, the same sizes; u stays alive and in place
     cart, role, version = s.start()       # spares wait here
@@ -19,7 +21,7 @@ registered buffers numpy arrays taken by reference (no copy)::
             while it < n:
                 step(cart, it, u)         # uppercase, buffer-based calls on cart, unchecked
                 it += 1
-                if it % 10 == 0:
+                if s.checkpoint_due(it):  # every --checkpoint-every iterations
                     s.checkpoint(it)
             s.finish()                    # every worker completed: spares released
             break
@@ -28,6 +30,7 @@ registered buffers numpy arrays taken by reference (no copy)::
             if role != sliding.Role.FINISHED and version < 0:
                 initialize(u, cart)       # no checkpoint yet: start over
             it = max(version, 0)          # every worker resumes at `version`
+            s.report_recovery("prog", it)  # at logical rank 0: "prog: recovered iteration=..."
     s.free()
 
 This is sliding.h's check-once style in Python's words. The runtime's error handler on the
@@ -53,6 +56,10 @@ project's Open MPI, against which mpi4py must be built too). The runtime's names
 spells them: :data:`Status` (``Status.ERR_NO_SPARE``), :data:`Role` (``Role.PROMOTED``) and
 :data:`Point` (``Point.ITER``; C spells its name ``"iter"``: ``Point.ITER.name.lower()``).
 
+The examples' line protocol is the C runtime's: :meth:`Sliding.report_recovery` prints the
+``PROGRAM: recovered ...`` line, :func:`report_error` the ``PROGRAM: error step=...`` one (after
+flushing what Python buffered on the same stream, so that the lines keep their order).
+
 Errors: :class:`SlidingError` (one line: the status name and the runtime's message) for a status
 other than ``OK``; :class:`ArrayError`, also a ``ValueError``, for an array that cannot be
 registered (not C-contiguous, not writeable); ``MPI.Exception`` from :meth:`Sliding.checkpoint`
@@ -65,14 +72,16 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from enum import IntEnum
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from mpi4py import MPI
 
-__all__ = ["Sliding", "SlidingError", "ArrayError", "RecoveryTimes", "Status", "Role", "Point", "library"]
+__all__ = ["Sliding", "SlidingError", "ArrayError", "RecoveryTimes", "Status", "Role", "Point", "library",
+           "report_error"]
 
 LIBRARY_VARIABLE = "SLIDING_LIBRARY"
 _comm = ctypes.c_void_p  # Open MPI's MPI_Comm is a pointer; mpi4py gives it as Comm.handle
@@ -94,7 +103,13 @@ _SIGNATURES = {
     "sliding_create_options": (ctypes.c_int, [_comm, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                               ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
                                               ctypes.POINTER(ctypes.c_void_p)]),
+    "sliding_create_args": (ctypes.c_int, [_comm, ctypes.POINTER(ctypes.c_int),
+                                           ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+                                           ctypes.POINTER(ctypes.c_void_p)]),
     "sliding_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "sliding_checkpoint_due": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
+    "sliding_report_recovery": (None, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]),
+    "sliding_report_error": (None, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]),
     "sliding_start": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_comm), ctypes.POINTER(ctypes.c_int),
                                      ctypes.POINTER(ctypes.c_int64)]),
     "sliding_checkpoint": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
@@ -196,15 +211,36 @@ class Sliding:
 
     def __init__(self, comm: MPI.Comm, grid: str, spares: str, method: str, *, block: str | None = None,
                  node_key: int | None = None, node_coords: str | os.PathLike[str] | None = None) -> None:
-        self._arrays: list[np.ndarray] = []  # registered: kept alive as long as the runtime writes into them
-        self._callbacks: list[ctypes._CFuncPtr] = []  # the C callbacks the runtime holds: kept alive with it
-        self._callback_error: BaseException | None = None  # what a callback raised in the last recovery
-        self._s = ctypes.c_void_p()
+        self._empty()
         key = ctypes.c_int(node_key) if node_key is not None else None
         _check(library().sliding_create_options(
             MPI._handleof(comm), grid.encode(), spares.encode(), method.encode(),
             block.encode() if block is not None else None, ctypes.byref(key) if key is not None else None,
             os.fsencode(node_coords) if node_coords is not None else None, ctypes.byref(self._s)))
+
+    def _empty(self) -> None:
+        self._arrays: list[np.ndarray] = []  # registered: kept alive as long as the runtime writes into them
+        self._callbacks: list[ctypes._CFuncPtr] = []  # the C callbacks the runtime holds: kept alive with it
+        self._callback_error: BaseException | None = None  # what a callback raised in the last recovery
+        self._s = ctypes.c_void_p()
+
+    @classmethod
+    def from_args(cls, comm: MPI.Comm, argv: Sequence[str]) -> tuple[Sliding, list[str]]:
+        """sliding_create_args: ``argv`` as ``sys.argv`` (the program's name first), its runtime
+        options (``--block AxB[xC]``, ``--emulate-nodes K``, ``--node-coords FILE``,
+        ``--checkpoint-every N``) and then GRID SPARES METHOD read by the C runtime, which alone
+        knows them. Returns the runtime and the arguments after METHOD. Collective over ``comm``;
+        SlidingError with the status every process returns: ``ERR_ARG`` when GRID SPARES METHOD are
+        missing or an option is unknown or lacks its value, ``ERR_INFO`` for a bad value (a
+        ``--checkpoint-every`` below 1), or the constructor's."""
+        s = cls.__new__(cls)
+        s._empty()
+        words = [os.fsencode(word) for word in argv]
+        c_argv = (ctypes.c_char_p * (len(words) + 1))(*words, None)
+        argc, pointer = ctypes.c_int(len(words)), ctypes.cast(c_argv, ctypes.POINTER(ctypes.c_char_p))
+        _check(library().sliding_create_args(MPI._handleof(comm), ctypes.byref(argc), ctypes.byref(pointer),
+                                             ctypes.byref(s._s)))
+        return s, list(argv[len(words) - argc.value + 1:])  # argc: the program's name and the rest
 
     def register(self, array: np.ndarray) -> None:
         """Register ``array`` by reference (no copy): checkpoints and recoveries carry its bytes, and
@@ -253,6 +289,17 @@ class Sliding:
         rc = library().sliding_checkpoint(self._s, version)
         if rc != 0:
             raise MPI.Exception(rc)
+
+    def checkpoint_due(self, iteration: int) -> bool:
+        """Whether the checkpoint labelled ``iteration`` is due: every N iterations (``--checkpoint-every
+        N``, default 5). Local."""
+        return bool(library().sliding_checkpoint_due(self._s, iteration))
+
+    def report_recovery(self, program: str, iteration: int) -> None:
+        """At logical rank 0, the line ``PROGRAM: recovered iteration=I failed=... attempts=...`` on
+        stdout for the last recovery (nothing if none happened yet)."""
+        sys.stdout.flush()
+        library().sliding_report_recovery(self._s, program.encode(), iteration)
 
     def ok(self) -> bool:
         """C's sliding_ok: whether this worker's step may go on (no error recorded on the Cartesian
@@ -353,6 +400,14 @@ class Sliding:
     def killpoint(self, point: str) -> None:
         """Fault injection (sliding.h): SIGKILL this node's processes if FTSLIDE_KILL names it at ``point``."""
         library().sliding_killpoint(self._s, point.encode())
+
+
+def report_error(s: Sliding | None, program: str, step: str, status: int) -> None:
+    """``PROGRAM: error step=STEP status=NAME message=...`` on stderr: at every process for a status
+    of the runtime ``s`` (the same everywhere), at rank 0 of COMM_WORLD only when ``s`` is None (its
+    creation failed: SlidingError.status)."""
+    sys.stderr.flush()
+    library().sliding_report_error(s._s if s is not None else None, program.encode(), step.encode(), int(status))
 
 
 def _describe(array: object) -> str:
