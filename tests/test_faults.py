@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ftslide.errors import FtslideError
 from ftslide.sliding import faults, runtime
 from ftslide.sliding.core import SlideError, compute_map, make_block, make_layout
 
@@ -66,6 +67,105 @@ def test_every_phase_once_with_nodes_of_k_processes(tmp_path, k):
     assert summary["missed"] == 0
     for run in doc["runs"]:
         assert run["landed"] == {str(node): point for node, point in run["kills"]}, run
+
+
+@pytest.mark.parametrize("lang,k,load,grid", [("c", 1, 0, None), ("c", 2, 1, None), ("fortran", 1, 0, None),
+                                              ("c", 1, 0, "torus:4x3")])
+def test_heat2d_every_phase_once(tmp_path, lang, k, load, grid):
+    """--app heat2d on its own layout (mesh:4x3, spare line x:1, a 3x3 rank grid of uneven tiles; 6x3 with 2
+    processes per node), in C and Fortran, once with a busy process beside the runs, and on torus:4x3 (whose
+    halos heat2d does not wrap: the exhaust plans count the mesh's diameter): every phase once, every
+    run as it should be, each planned kill landed where planned, and every run that finished said valid=yes
+    (a valid=no would be a wrong result). The report names the application; C's and Fortran's failure-free
+    checksums are the same (heat2d.f90 computes heat2d.c's field, bit for bit)."""
+    doc = campaign(tmp_path, "--app", "heat2d", "--lang", lang, "--ranks-per-node", str(k), "--load", str(load),
+                   *(["--grid", grid] if grid else []))
+    assert doc["app"] == doc["campaign"]["app"] == "heat2d"
+    assert (doc["campaign"]["grid"], doc["campaign"]["spares"]) == \
+        ((grid, "x:1") if grid else faults.DEFAULT_LAYOUTS["heat2d"])
+    assert doc["campaign"]["load"] == load and doc["campaign"]["ranks_per_node"] == k
+    summary = doc["summary"]
+    assert summary["phases"] == {phase: 1 for phase in faults.phases()}
+    assert summary["hangs"] == summary["wrong_checksums"] == summary["errors"] == summary["leftovers"] == 0
+    assert summary["missed"] == 0 and summary["kills_landed"] == summary["kills_planned"]
+    assert summary["recovered"] >= 6, summary  # most phases recover; exhaust runs out of spares
+    for run in doc["runs"]:
+        assert run["landed"] == {str(node): point for node, point in run["kills"]}, run
+    assert doc["reference_checksum"] == HEAT2D_CHECKSUM_30
+
+
+# heat2d's failure-free checksum at the campaign's 30 iterations on its default 50 x 37 grid: the same for any
+# rank grid, language and layout (heat2d.c's header: the sum does not depend on the tiles).
+HEAT2D_CHECKSUM_30 = "0x4088cbbedd7a3ec4"
+
+
+def test_heat2d_is_refused_off_a_2d_grid_before_anything_starts(tmp_path):
+    """A 3D mesh or torus, Python (heat2d has no Python version), a grid with more ranks along a side than
+    heat2d's 50 x 37 points, a negative load: one line on stderr, exit 1, no launch (no report)."""
+    for args, phrase in ((["--grid", "torus:3x2x2"], "2D grid"), (["--grid", "mesh:3x2x2"], "2D grid"),
+                         (["--lang", "python"], "not written in python"),
+                         (["--grid", "mesh:60x3", "--spares", "x:1"], "cannot be split"),
+                         (["--load", "-1"], "--load")):
+        report = tmp_path / "never.json"
+        result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--app", "heat2d", *args,
+                                 "--out", str(report)], cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, timeout=60)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode != 0 and len(lines) == 1 and phrase in lines[0], (args, result.stderr)
+        assert not report.exists()
+    with pytest.raises(FtslideError, match="2D grid"):
+        runtime.run(Path("/nonexistent"), "mesh:3x2x2", "x:1", "hybrid", app="heat2d")
+    with pytest.raises(FtslideError, match="2 sizes"):
+        runtime.run(Path("/nonexistent"), "mesh:4x3", "x:1", "hybrid", app="heat2d", size=(50,))
+
+
+def test_events_and_parse_read_the_named_program_only():
+    """One parser for both programs' lines, told by their prefix: heat2d's done line gives its checksum and
+    valid=yes|no, exit 4 means not valid; jacobi3d's lines are not heat2d's (and the reverse); the error line's
+    message runs to the end of the line."""
+    out = ("heat2d: recovered iteration=15 failed=4 attempts=1 agree_ms=1.0 map_ms=0.5 rebuild_ms=2 state_ms=1"
+           " commit_ms=1 total_ms=5.5 moved_bytes=100 buddy_bytes=200\n"
+           "jacobi3d: done iterations=40 n=8 checksum=0x2 value=2\n"
+           "heat2d: done iterations=40 nx=50 ny=37 checksum=0x1 value=1 valid=yes\n")
+    err = "heat2d: error step=validation message=3 of 50 x 37 points differ\n"
+    run = runtime.parse(0, out, "", "heat2d")
+    assert (run.checksum, run.valid) == ("0x1", True)
+    assert [(r.resume_iteration, r.failed, r.times["total"], r.buddy_bytes) for r in run.recoveries] == \
+        [(15, [4], 5.5, 200)]
+    assert runtime.parse(4, out.replace("valid=yes", "valid=no"), err, "heat2d").valid is False
+    invalid = runtime.parse(4, "", err, "heat2d")  # exit 4 without a done line (rank 0's output lost)
+    assert invalid.valid is False and [str(e) for e in invalid.errors] == ["validation: 3 of 50 x 37 points differ"]
+    jacobi = runtime.parse(0, out, err, "jacobi3d")
+    assert (jacobi.checksum, jacobi.valid, jacobi.recoveries, jacobi.errors) == ("0x2", None, [], [])
+    assert runtime.parse(4, out, "", "jacobi3d").valid is None  # exit 4 is heat2d's word only
+    assert [e for e, _f in runtime.events(out, "heat2d")] == ["recovered", "done"]
+
+
+def test_judge_a_run_that_says_valid_no_is_a_wrong_result():
+    """heat2d's own check failed (valid=no, exit 4): a wrong result even with the failure-free checksum
+    and the kills as planned, and never an error or a recovery."""
+    for returncode, checksum in ((4, "0x1"), (4, "0x3"), (0, "0x1")):
+        run = stencil_run(returncode, checksum, {3: "iter=12"}, [3])
+        run.valid = False
+        record = judged([(3, "iter=12")], run)
+        assert (record.outcome, record.ok) == ("wrong-checksum", False), record
+        assert "valid=no" in record.detail
+    run = stencil_run(0, "0x1", {3: "iter=12"}, [3])
+    run.valid = True
+    assert judged([(3, "iter=12")], run).outcome == "recovered"
+
+
+def test_busy_processes_run_beside_the_block_and_go_with_it():
+    """--load N: N spinners, alive inside the block, SIGKILLed and reaped when it ends, even by
+    an exception."""
+    with pytest.raises(RuntimeError):
+        with faults.busy(2) as pids:
+            assert len(set(pids)) == 2
+            for pid in pids:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                assert state in "RSD", state  # alive, not a zombie
+            raise RuntimeError("the block fails")
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 def test_a_victim_leaving_the_version_allreduce_early(tmp_path):

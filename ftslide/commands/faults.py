@@ -22,18 +22,25 @@ from . import add_block_options
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "faults"
-HELP = ("run a seeded fault-injection campaign: the resilient Jacobi stencil with SIGKILLs at every phase "
+HELP = ("run a seeded fault-injection campaign: an example application of the sliding runtime (the Jacobi "
+        "stencil jacobi3d, or the 2D heat stencil heat2d, --app) with SIGKILLs at every phase "
         "(iterations, checkpoints, each step of a recovery, a spare's promotion, more failures than "
         "spares); reports per run where the kills landed (a run where a planned kill did not is "
-        "'missed'), whether it recovered with the failure-free checksum, hangs (with stacks) and leftovers")
+        "'missed'), whether it recovered with the failure-free checksum (and heat2d's own check), hangs "
+        "(with stacks) and leftovers")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = faults.Campaign  # the class: its plain defaults, without reading the core's names
     parser.add_argument("--runs", type=int, default=defaults.runs, help=f"runs (default {defaults.runs})")
     parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--grid", default=defaults.grid, help=f"node grid with spares (default {defaults.grid})")
-    parser.add_argument("--spares", default=defaults.spares, help=f"spare layout (default {defaults.spares})")
+    parser.add_argument("--app", choices=stencil.APPS, default=defaults.app,
+                        help=f"the application: jacobi3d (3D or 2D grids) or heat2d (2D grids only, its field not "
+                        f"periodic even on a torus; C and Fortran) (default {defaults.app})")
+    layouts = "; ".join(f"{app} {grid}" for app, (grid, _spares) in faults.DEFAULT_LAYOUTS.items())
+    parser.add_argument("--grid", help=f"node grid with spares (default {layouts})")
+    parser.add_argument("--spares", help="spare layout (default " +
+                        "; ".join(f"{app} {spares}" for app, (_grid, spares) in faults.DEFAULT_LAYOUTS.items()) + ")")
     parser.add_argument("--method", help="comma-separated methods drawn per run, any but shrink "
                         "(default hybrid,routed,slide1d,simple)")
     parser.add_argument("--phases", default="all",
@@ -52,8 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "daemon with it, the daemons routing along a chain so that lost nodes relay; node 0 "
                         "runs mpirun and is spared")
     parser.add_argument("--lang", choices=stencil.LANGUAGES, default=defaults.lang,
-                        help="the stencil's language: jacobi3d.c, .f90 (the Fortran module) or .py (numpy, mpi4py; "
-                        f"default {defaults.lang})")
+                        help="the application's language: APP.c, .f90 (the Fortran module) or .py (numpy, mpi4py; "
+                        f"jacobi3d only) (default {defaults.lang})")
+    parser.add_argument("--load", type=int, default=defaults.load, metavar="N",
+                        help=f"N busy processes (CPU spinners) beside the runs, 0 to {faults.MAX_LOAD} "
+                        f"(default {defaults.load})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -64,10 +74,11 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
         faults.default_methods()
     phases = faults.phases() if args.phases.strip() == "all" else \
         tuple(p.strip() for p in args.phases.split(",") if p.strip())
-    return faults.Campaign(grid=args.grid, spares=args.spares, methods=methods, phases=phases, runs=args.runs,
-                           seed=args.seed, iterations=args.iterations, timeout=args.timeout,
+    grid, spares = faults.DEFAULT_LAYOUTS[args.app]
+    return faults.Campaign(grid=args.grid or grid, spares=args.spares or spares, methods=methods, phases=phases,
+                           runs=args.runs, seed=args.seed, iterations=args.iterations, timeout=args.timeout,
                            whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block,
-                           lang=args.lang)
+                           lang=args.lang, app=args.app, load=args.load)
 
 
 def kills_text(kills) -> str:
@@ -103,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
     else:
         per_node = "" if campaign.ranks_per_node == 1 else f", {campaign.ranks_per_node} processes per node"
-        language = "" if campaign.lang == "c" else f", jacobi3d in {campaign.lang}"
-        print(f"ftslide faults: {campaign.grid}, spares {campaign.spares}{per_node}{language}, {campaign.runs} runs, "
-              f"seed {campaign.seed}; failure-free checksum {reference}")
+        language = "" if campaign.lang == "c" else f" in {campaign.lang}"
+        load = f", {campaign.load} busy processes beside" if campaign.load else ""
+        print(f"ftslide faults: {campaign.app}{language}, {campaign.grid}, spares {campaign.spares}{per_node}{load}, "
+              f"{campaign.runs} runs, seed {campaign.seed}; failure-free checksum {reference}")
         print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
                      "leftovers"],
                     [[r.index, r.phase, r.method, kills_text(r.kills), kills_text(sorted(r.landed.items())),

@@ -1,13 +1,18 @@
 """Seeded fault-injection campaigns over the sliding runtime's phases (``ftslide faults``).
 
-A campaign runs the resilient Jacobi example (``sliding/examples/jacobi3d.c``) many times, each run
-with SIGKILLs at named kill points drawn from a seed, and checks every run: every planned kill landed
-and no other (else the run is ``missed``, or an error); it recovered with the failure-free checksum,
-or it stopped with the runtime's out-of-spares error exactly when the method cannot absorb the
-failures that landed, or with the checkpoint-lost error exactly when two buddy ranks (whose in-memory
-checkpoints hold each other's copy) died before the next commit; it did not hang (a hang is reported
-with the stacks of the stuck processes); it left nothing behind (processes of the run, shared-memory
-segments, session folders). The plans name only points a run reaches whatever its timing.
+A campaign runs one of the runtime's example applications (``app``: the resilient Jacobi stencil
+``sliding/examples/jacobi3d.c``, or the 2D heat stencil ``heat2d.c``, which runs on 2D grids only)
+many times, each run with SIGKILLs at named kill points drawn from a seed, and checks every run:
+every planned kill landed and no other (else the run is ``missed``, or an error); it recovered with
+the failure-free checksum (and, for heat2d, its own serial check of the field said valid=yes: a run
+that says valid=no or exits 4 is a wrong result), or it stopped with the runtime's out-of-spares
+error exactly when the method cannot absorb the failures that landed, or with the checkpoint-lost
+error exactly when two buddy ranks (whose in-memory checkpoints hold each other's copy) died before
+the next commit; it did not hang (a hang is reported with the stacks of the stuck processes); it
+left nothing behind (processes of the run, shared-memory segments, session folders). The plans name only points a run reaches whatever its timing; both
+applications pass the same points (an ``iter=I`` point at the start of every iteration, the runtime's
+own) and exchange halos with their grid neighbours every iteration, which the plans rely on.
+With ``load`` N, N busy processes (CPU spinners) run beside the campaign's launches.
 
 Phases (where the kill that matters lands; every run also has a first failure at an iteration so
 that a recovery happens, except where the phase is that first failure):
@@ -46,11 +51,14 @@ import itertools
 import os
 import random
 import re
+import subprocess
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..toolchain import mpi
 from ..errors import FtslideError
@@ -58,7 +66,8 @@ from . import runtime as stencil
 from . import core
 from .core import SlideError, compute_map, make_block, make_layout
 
-__all__ = ["phases", "default_methods", "Campaign", "RunRecord", "check", "plan", "halo_diameter", "exhaust_kills",
+__all__ = ["phases", "default_methods", "DEFAULT_LAYOUTS", "MAX_LOAD", "Campaign", "RunRecord", "check", "plan",
+           "halo_diameter", "exhaust_kills", "busy",
            "stage_check", "holds_rank", "absorbable", "buddies_lost", "buddies_among", "runtime_files", "in_use",
            "leftovers", "missed_kills", "unplanned_kills", "judge", "killed_in", "run_campaign", "summary", "as_json"]
 
@@ -75,10 +84,17 @@ def default_methods() -> tuple[str, ...]:
     return tuple(method.label for method in (m.HYBRID, m.ROUTED, m.SLIDE1D, m.SIMPLE))
 
 
+# Each application's layout unless told: (grid, spares). heat2d's is 2D, as it needs, and a mesh, as its
+# field: a 3x3 rank grid of uneven tiles and the spare line x:1 (12 nodes, as jacobi3d's).
+DEFAULT_LAYOUTS = {"jacobi3d": ("torus:3x2x2", "x:1"), "heat2d": ("mesh:4x3", "x:1")}
+MAX_LOAD = 64  # busy processes beside the runs, at most
+
+
 @dataclass
 class Campaign:
     """A campaign's parameters; ``check()`` validates them. The methods default to
-    ``default_methods()``, the phases to all of ``phases()``."""
+    ``default_methods()``, the phases to all of ``phases()``; the grid and spares are jacobi3d's
+    (DEFAULT_LAYOUTS gives heat2d's)."""
 
     grid: str = "torus:3x2x2"
     spares: str = "x:1"
@@ -93,6 +109,8 @@ class Campaign:
     ranks_per_node: int = 1    # K processes per node, every kill takes the node's K
     block: str | None = None   # the block of ranks a node runs (None: the runtime's default)
     lang: str = "c"            # the example's language (stencil.LANGUAGES)
+    app: str = "jacobi3d"      # the example application (stencil.APPS)
+    load: int = 0              # busy processes beside the runs (busy)
 
     def nodes_as(self) -> stencil.NodeOptions:
         """How the campaign's processes form nodes (checked: FtslideError for a bad K or block)."""
@@ -115,6 +133,7 @@ class RunRecord:
     kills: list[tuple[int, str]]               # (node, point) planned
     landed: dict[int, str] = field(default_factory=dict)   # node -> point where it died
     outcome: str = ""  # recovered | out-of-spares | data-lost | missed | hang | wrong-checksum | error
+    # (wrong-checksum: a wrong result, another checksum than the failure-free run's or heat2d's valid=no)
     ok: bool = False
     detail: str = ""
     recoveries: int = 0
@@ -130,8 +149,9 @@ def check(campaign: Campaign) -> None:
     """Raise FtslideError for a campaign that cannot run, before anything starts."""
     if campaign.runs < 1:
         raise FtslideError(f"--runs must be at least 1, not {campaign.runs}")
-    if campaign.lang not in stencil.LANGUAGES:
-        raise FtslideError(f"unknown language {campaign.lang!r}: choose {', '.join(stencil.LANGUAGES)}")
+    if isinstance(campaign.load, bool) or not isinstance(campaign.load, int) or not 0 <= campaign.load <= MAX_LOAD:
+        raise FtslideError(f"--load must be a count of busy processes from 0 to {MAX_LOAD}, not {campaign.load!r}")
+    stencil.check_app(campaign.app, campaign.lang, campaign.grid)  # heat2d: a 2D grid only
     if not campaign.timeout > 0:
         raise FtslideError(f"--timeout must be a positive number of seconds, not {campaign.timeout:g}")
     if campaign.iterations < 2 * campaign.checkpoint_every + 2:
@@ -143,7 +163,14 @@ def check(campaign: Campaign) -> None:
                            f"{', '.join(phases())}")
     for method in campaign.methods:
         stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
-    campaign.nodes_as()
+    nodes_as = campaign.nodes_as()
+    if campaign.app == "heat2d":  # heat2d refuses a grid smaller than its rank grid (exit 2): say it first
+        layout = make_layout(campaign.grid, campaign.spares)
+        ranks = [n * b for n, b in zip(layout.logical, make_block(layout, nodes_as.ranks_per_node, campaign.block))]
+        size = stencil.default_size(campaign.app)
+        if any(r > s for r, s in zip(ranks, size)):
+            raise FtslideError(f"heat2d's {' x '.join(map(str, size))} grid of points cannot be split over a "
+                               f"{' x '.join(map(str, ranks))} rank grid: choose a smaller grid or block")
     if not campaign.methods:
         raise FtslideError(f"give at least one method of {', '.join(m.label for m in stencil.runtime_methods())}")
 
@@ -187,7 +214,8 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
         if phase in before_map or absorbable(layout, method, [first]):
             kills.append((rng.choice(others), phase))
     elif phase == "exhaust":
-        diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block))
+        diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block),
+                                 stencil.HALOS_WRAP[campaign.app])
         kills = exhaust_kills(layout, method, rng, first, [n for n in range(layout.nodes) if n not in spared],
                               last, campaign.checkpoint_every, diameter)
     return phase, method, kills
@@ -200,13 +228,14 @@ ORDERS = 16
 MAP_BUDGET = 1000
 
 
-def halo_diameter(layout, block: Sequence[int]) -> int:
+def halo_diameter(layout, block: Sequence[int], wrap: bool = True) -> int:
     """The most halo exchanges between two processes of the stencil: the diameter of the process grid
-    (the logical rank grid times the block of a node), periodic on a torus. A process at that many
+    (the logical rank grid times the block of a node), periodic on a torus if the application's halos
+    ``wrap`` around it (heat2d's do not: stencil.HALOS_WRAP). A process at that many
     hops from a process that died at the start of iteration K cannot start iteration K + diameter
     before a recovery (each iteration needs every neighbour's halo of that iteration)."""
     sizes = [ranks * width for ranks, width in zip(layout.logical, block)]
-    return sum(size // 2 if layout.grid.periodic else size - 1 for size in sizes)
+    return sum(size // 2 if layout.grid.periodic and wrap else size - 1 for size in sizes)
 
 
 def exhaust_kills(layout, method: str, rng: random.Random, first: int, nodes: Sequence[int], last: int,
@@ -400,8 +429,8 @@ def missed_kills(planned: Sequence[tuple[int, str]], landed: dict[int, str]) -> 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
           whole_nodes: bool = False) -> None:
     """Fill ``record``'s outcome from ``run``: recovered with the failure-free ``reference`` checksum
-    and exactly the dead agreed, or out of spares exactly when ``method`` cannot absorb the
-    failures that landed, or data lost exactly when two buddies died; each of those only if every
+    (and not refused by the program's own check, ``run.valid``) and exactly the dead agreed, or out
+    of spares exactly when ``method`` cannot absorb the failures that landed, or data lost exactly when two buddies died; each of those only if every
     planned kill landed, else ``missed`` (the run did not have the failures its phase is about). A
     kill that was not planned, or anything else, is an error. Cost: a few maps of the core."""
     judge_end(record, run, reference, layout, method, whole_nodes)
@@ -432,6 +461,11 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
     unplanned = unplanned_kills(record.kills, record.landed)
     if unplanned:
         record.outcome, record.detail = "error", f"killed without a plan: {', '.join(unplanned)}"
+        return
+    if run.valid is False:  # the program's own check of the field it computed failed: a wrong result
+        record.outcome = "wrong-checksum"
+        record.detail = (f"the program's own check of its result failed (valid=no, exit {run.returncode}; "
+                         f"checksum {run.checksum}, failure-free {reference})")
         return
     if run.returncode == 0:
         # the recoveries agreed on exactly the dead: never a live node, and every node that died
@@ -474,13 +508,46 @@ def killed_in(log: Path) -> dict[int, str]:
         return {}
 
 
+# A CPU spinner that stops by itself once the process that started it (its argument) is no longer its
+# parent: a campaign killed with SIGKILL leaves no spinner behind for long.
+SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    sum(range(100000))\n"
+
+
+@contextmanager
+def busy(count: int) -> Iterator[list[int]]:
+    """``count`` busy processes (Python loops, each in a session of its own, without the campaign's
+    run markers: never a run's leftover) while the block runs; yields their pids. They are SIGKILLed
+    and reaped when the block ends, however it ends."""
+    spinners: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            spinners.append(subprocess.Popen([sys.executable, "-S", "-c", SPINNER, str(os.getpid())],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL, start_new_session=True))
+        yield [spinner.pid for spinner in spinners]
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
+
+
 def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord], None] | None = None,
                  wrap: Callable[[list[str]], list[str]] | None = None,
                  env: dict[str, str] | None = None) -> tuple[str, list[RunRecord]]:
     """The failure-free checksum and one record per run. ``wrap`` and ``env`` go to every launch
-    (mpi.run): for ``whole_nodes``, what runs the job across the emulated cluster."""
+    (mpi.run): for ``whole_nodes``, what runs the job across the emulated cluster. The campaign's
+    ``load`` busy processes run from the failure-free run to the last."""
     check(campaign)
-    program = stencil.build(prefix, campaign.lang)
+    program = stencil.build(prefix, campaign.lang, campaign.app)
+    with busy(campaign.load):
+        return _run_all(campaign, prefix, program, progress, wrap, env)
+
+
+def _run_all(campaign: Campaign, prefix: Path, program: list[str], progress: Callable[[RunRecord], None] | None,
+             wrap: Callable[[list[str]], list[str]] | None,
+             env: dict[str, str] | None) -> tuple[str, list[RunRecord]]:
+    """run_campaign's runs, the failure-free one first."""
     layout = make_layout(campaign.grid, campaign.spares)
     nodes_as = campaign.nodes_as()
     launch_env = {**(env or {}), **({"FTSLIDE_KILL_NODE": "1"} if campaign.whole_nodes else {})}
@@ -488,8 +555,8 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
     base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
                        iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
                        timeout=campaign.timeout, program=program, env=launch_env, wrap=wrap,
-                       mpirun_options=options, nodes_as=nodes_as)
-    if base.returncode != 0 or not base.checksum:
+                       mpirun_options=options, nodes_as=nodes_as, app=campaign.app)
+    if base.returncode != 0 or not base.checksum or base.valid is False:
         raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
                            f"{(base.stderr.strip().splitlines() or ['no output'])[-1]}")
     records = []
@@ -506,7 +573,8 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
                 run = stencil.run(prefix, campaign.grid, campaign.spares, method, kills,
                                   iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
                                   timeout=campaign.timeout, program=program, stacks_on_timeout=True,
-                                  env=run_env, wrap=wrap, mpirun_options=options, nodes_as=nodes_as)
+                                  env=run_env, wrap=wrap, mpirun_options=options, nodes_as=nodes_as,
+                                  app=campaign.app)
                 run.killed.update(killed_in(kill_log))
                 judge(record, run, base.checksum, layout, method, campaign.whole_nodes)
                 if not record.ok:
@@ -553,6 +621,8 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
 
 
 def as_json(campaign: Campaign, reference: str, records: Sequence[RunRecord]) -> dict[str, object]:
-    """The campaign, its failure-free checksum, the summary and every run, as JSON-ready data."""
-    return {"campaign": asdict(campaign), "reference_checksum": reference, "summary": summary(records),
+    """The campaign (its application also on top), its failure-free checksum, the summary and every
+    run, as JSON-ready data."""
+    return {"app": campaign.app, "campaign": asdict(campaign), "reference_checksum": reference,
+            "summary": summary(records),
             "runs": [asdict(r) for r in records]}

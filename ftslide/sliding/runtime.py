@@ -1,5 +1,6 @@
-"""Build and run the resilient Jacobi example (``sliding/examples/jacobi3d.{c,f90,py}``) on a 2D or 3D
-node grid.
+"""Build and run the runtime's example applications on a node grid: the resilient Jacobi stencil
+(``sliding/examples/jacobi3d.{c,f90,py}``, a 2D or 3D grid) and the 2D heat stencil
+(``sliding/examples/heat2d.{c,f90}``, a 2D grid only, its field not periodic even on a torus).
 
 The example links the sliding runtime (``sliding/runtime``) and the substitution core
 (``sliding/core``) from source with the build's mpicc: in C, in Fortran (with the module
@@ -8,9 +9,12 @@ binding ``sliding/python/sliding.py``); the three print the same lines and the s
 MPI processes run per node of the grid, spares included (K = 1 unless told: one process per node,
 process n on node n); with K > 1 each node runs a block of the rank grid (``core.make_block``),
 and on one machine every K consecutive processes form a node (``jacobi3d --emulate-nodes K``),
-unless the nodes are the processes that share memory (an emulated cluster). The program prints
-one ``jacobi3d: EVENT KEY=VALUE ...`` line per event (jacobi3d.c's header comment lists them),
-which :func:`parse` reads.
+unless the nodes are the processes that share memory (an emulated cluster). A program prints one
+``APP: EVENT KEY=VALUE ...`` line per event (``jacobi3d: done ...``, ``heat2d: recovered ...``; the
+examples' header comments list them, the same protocol for both), which :func:`parse` reads.
+jacobi3d takes the cube's side N and the checkpoint interval after ITERATIONS, heat2d the grid's NX
+NY and the interval as the runtime's option ``--checkpoint-every``; heat2d also checks its own
+result and says ``valid=yes|no`` on its done line (exit 4 when not).
 
 The runtime's names are its own (``sliding/runtime/include/sliding_names.h``): :data:`Point`, its
 kill points, and :data:`Status`, its status codes, are enumerations read from
@@ -21,8 +25,11 @@ Typical use::
     prefix = require_prefix()
     run(prefix, "torus:3x2x2", "x:1", "hybrid", [(1, iteration_point(12))]).checksum
     run(prefix, "torus:3x2x2", "x:1", "hybrid", program=build(prefix, "fortran"))
+    run(prefix, "mesh:4x3", "x:1", "hybrid", [(4, iteration_point(15))], app="heat2d",
+        program=build(prefix, "c", "heat2d")).valid
 
-Errors and cost: FtslideError (one line) for a bad layout, method or kill before anything starts,
+Errors and cost: FtslideError (one line) for a bad layout, method, kill or application (heat2d on a
+grid that is not 2D, in a language it is not written in) before anything starts,
 a failed compile, or (Python) an mpi4py that is not built against the project's Open MPI; ``run``
 raises ``mpi.MpirunTimeout`` for a run that hangs. The builds cost a
 compile per change of the sources (seconds), ``run`` one ``mpirun`` (about a second for 12
@@ -47,9 +54,10 @@ from ..toolchain.ompi import cache_root
 from .core import block_text, make_block, make_layout, methods, parse_method
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
-__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "build_library", "link_flags",
-           "build", "python_environment", "runtime_methods", "runtime_points", "iteration_point", "parse_kill",
-           "node_count", "node_options", "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
+__all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "APPS", "app_languages",
+           "check_app", "default_size", "build_library", "link_flags", "build", "python_environment",
+           "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
+           "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((SLIDING / "core" / "src").glob("*.c")))
@@ -59,7 +67,21 @@ FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
 FORTRAN_FLAGS = ("-O2", "-Wall", "-Werror")  # mpifort's: the module, its C side and the program
 FORTRAN_MODULE = (SLIDING / "fortran" / "sliding.f90", SLIDING / "fortran" / "sliding_fortran.c")
 PYTHON_BINDING_DIR = SLIDING / "python"  # sliding.py
-LANGUAGES = ("c", "fortran", "python")  # the example's languages, jacobi3d.c, .f90 and .py
+LANGUAGES = ("c", "fortran", "python")  # the examples' languages, jacobi3d.c, .f90 and .py
+SOURCE_SUFFIX = {"c": ".c", "fortran": ".f90", "python": ".py"}
+APPS = ("jacobi3d", "heat2d")  # the example applications, sliding/examples/APP.{c,f90,py}
+EXAMPLES = SLIDING / "examples"
+# The problem size an application takes before ITERATIONS (jacobi3d: N, the cube's side; heat2d: NX NY)
+# and its default here: jacobi3d's is smaller than its program's own, heat2d's is its program's own
+# (tiles that do not divide the domain).
+DEFAULT_SIZE = {"jacobi3d": (8,), "heat2d": (50, 37)}
+# The exit status of an application whose own check of its result failed (heat2d: valid=no, exit 4).
+INVALID_EXIT = {"heat2d": 4}
+# Applications that take the checkpoint interval as the runtime's option (sliding_create_args), not as
+# their last argument.
+CHECKPOINT_OPTION = {"heat2d": "--checkpoint-every"}
+# Whether an application's halos wrap around a torus grid (heat2d's field is not periodic on any grid).
+HALOS_WRAP = {"jacobi3d": True, "heat2d": False}
 
 # sliding_kill.c's "killed at" line, "ftslide: node 4 killed at checkpoint#3 (world ranks 8,9; logical
 # ranks 6,7)": node and point (as the FTSLIDE_KILL entry names it) only, since another process's output
@@ -123,7 +145,9 @@ class RunError:
 @dataclass
 class StencilRun:
     """What a run printed and how it ended: the final checksum (None if it did not finish), each
-    recovery, each distinct error, and where the kill points stopped nodes (node -> point)."""
+    recovery, each distinct error, where the kill points stopped nodes (node -> point), and the
+    program's own check of its result (heat2d's ``valid=yes|no``, False also when it exits with
+    INVALID_EXIT; None where the program does not check)."""
 
     returncode: int
     stdout: str
@@ -132,6 +156,7 @@ class StencilRun:
     recoveries: list[Recovery] = field(default_factory=list)
     errors: list[RunError] = field(default_factory=list)
     killed: dict[int, str] = field(default_factory=dict)
+    valid: bool | None = None
 
 
 def build_library(prefix: Path) -> Path:
@@ -153,23 +178,53 @@ def link_flags(library: Path) -> list[str]:
     return [f"-L{library.parent}", "-lsliding", f"-Wl,-rpath,{library.parent}"]
 
 
-def build(prefix: Path, lang: str = "c") -> list[str]:
-    """The jacobi3d program of ``lang`` (one of LANGUAGES) for this build, as the argv that runs it:
-    the binary linked with libsliding in C and Fortran (compiled once per source change), the
-    environment's Python and ``jacobi3d.py`` in Python (after checking that its mpi4py is built
-    against ``prefix``: FtslideError naming the fix otherwise)."""
-    library = build_library(prefix)
-    examples = SLIDING / "examples"
-    if lang == "c":
-        return [str(mpi.compile_program(prefix, [examples / "jacobi3d.c"], name="jacobi3d", flags=FLAGS,
-                                        include_dirs=(HEADER_DIR,), link=link_flags(library)))]
-    if lang == "fortran":
-        return [str(mpi.compile_program(prefix, [*FORTRAN_MODULE, examples / "jacobi3d.f90"], name="jacobi3d-f",
-                                        flags=FORTRAN_FLAGS, include_dirs=(HEADER_DIR,), link=link_flags(library)))]
+def app_languages(app: str) -> tuple[str, ...]:
+    """The languages of LANGUAGES that application ``app`` is written in here (a source beside the
+    others in ``sliding/examples``: heat2d has no Python version). FtslideError for an unknown app."""
+    if app not in APPS:
+        raise FtslideError(f"unknown application {app!r}: choose {', '.join(APPS)}")
+    return tuple(lang for lang in LANGUAGES if (EXAMPLES / f"{app}{SOURCE_SUFFIX[lang]}").is_file())
+
+
+def check_app(app: str, lang: str = "c", grid: str | None = None) -> None:
+    """Whether ``app`` can run in ``lang`` (and on ``grid`` if given): one-line FtslideError before
+    anything starts otherwise (heat2d runs on 2D grids only, as the program itself says)."""
+    if lang not in LANGUAGES:
+        raise FtslideError(f"unknown language {lang!r}: choose {', '.join(LANGUAGES)}")
+    languages = app_languages(app)
+    if lang not in languages:
+        raise FtslideError(f"{app} is not written in {lang}: choose {', '.join(languages) or 'none'}")
+    if app == "heat2d" and grid is not None:
+        layout = make_layout(grid, "")  # a bad grid: the core's own one-line error
+        if len(layout.grid.sizes) != 2:
+            raise FtslideError(f"heat2d runs on a 2D grid such as mesh:4x3, not {grid}: its field is "
+                               "two-dimensional")
+
+
+def default_size(app: str) -> tuple[int, ...]:
+    """The problem size ``run`` gives ``app`` unless told (DEFAULT_SIZE)."""
+    if app not in DEFAULT_SIZE:
+        raise FtslideError(f"unknown application {app!r}: choose {', '.join(APPS)}")
+    return DEFAULT_SIZE[app]
+
+
+def build(prefix: Path, lang: str = "c", app: str = "jacobi3d") -> list[str]:
+    """Application ``app`` (one of APPS, jacobi3d unless told) in ``lang`` (one of LANGUAGES) for
+    this build, as the argv that runs it: the binary linked with libsliding in C and Fortran
+    (compiled once per source change), the environment's Python and ``APP.py`` in Python (after
+    checking that its mpi4py is built against ``prefix``: FtslideError naming the fix otherwise).
+    FtslideError for an application not written in ``lang`` (app_languages)."""
+    check_app(app, lang)
+    source = EXAMPLES / f"{app}{SOURCE_SUFFIX[lang]}"
     if lang == "python":
         pympi.require(sys.executable, prefix)
-        return [sys.executable, str(examples / "jacobi3d.py")]
-    raise FtslideError(f"unknown language {lang!r}: choose {', '.join(LANGUAGES)}")
+        return [sys.executable, str(source)]
+    library = build_library(prefix)
+    if lang == "c":
+        return [str(mpi.compile_program(prefix, [source], name=app, flags=FLAGS,
+                                        include_dirs=(HEADER_DIR,), link=link_flags(library)))]
+    return [str(mpi.compile_program(prefix, [*FORTRAN_MODULE, source], name=f"{app}-f",
+                                    flags=FORTRAN_FLAGS, include_dirs=(HEADER_DIR,), link=link_flags(library)))]
 
 
 def python_environment(prefix: Path) -> dict[str, str]:
@@ -244,8 +299,9 @@ class NodeOptions:
     emulate: bool = True
     coords: Path | None = None
 
-    def jacobi_options(self) -> list[str]:
-        """jacobi3d's options for these nodes (none for one process per node)."""
+    def program_options(self) -> list[str]:
+        """The examples' options for these nodes (none for one process per node); jacobi3d and heat2d
+        take the same."""
         out: list[str] = []
         if self.block is not None:
             out += ["--block", block_text(self.block)]
@@ -299,24 +355,31 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
         n: int = 8, iterations: int = 40, checkpoint_every: int = 5, timeout: float = 120,
         program: Sequence[str] | None = None, stacks_on_timeout: bool = False,
         env: dict[str, str] | None = None, wrap: Callable[[list[str]], list[str]] | None = None,
-        mpirun_options: Sequence[str] = (), nodes_as: NodeOptions = NodeOptions()) -> StencilRun:
-    """Run the example with SIGKILL at the named (node, point) pairs; each kill takes the whole node.
+        mpirun_options: Sequence[str] = (), nodes_as: NodeOptions = NodeOptions(), app: str = "jacobi3d",
+        size: Sequence[int] | None = None) -> StencilRun:
+    """Run example ``app`` with SIGKILL at the named (node, point) pairs; each kill takes the whole node.
 
-    ``program`` is the argv of :func:`build` (default: the C program); a Python one gets
+    ``size`` is the problem size the application takes before ITERATIONS (jacobi3d: N, default
+    ``(n,)``; heat2d: NX NY, default DEFAULT_SIZE). ``program`` is the argv of :func:`build` for
+    ``app`` (default: its C program); a Python one gets
     :func:`python_environment`, exported to every node with mpirun's ``-x``. ``nodes_as`` says how
     many processes run per node and how they form nodes (one per node unless told); ``env`` adds to
     the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap`` turns the mpirun argv
     into the one to run (mpi.run). Returns what :func:`parse` reads.
-    Raises FtslideError for a bad layout, method or kill before anything starts, and
-    mpi.MpirunTimeout if the run outlives ``timeout`` seconds.
+    Raises FtslideError for a bad layout, method, kill, size or application (check_app) before
+    anything starts, and mpi.MpirunTimeout if the run outlives ``timeout`` seconds.
     """
+    check_app(app, grid=grid)
+    size = tuple(size) if size is not None else (n,) if app == "jacobi3d" else default_size(app)
+    if len(size) != len(default_size(app)) or not all(isinstance(x, int) and x >= 1 for x in size):
+        raise FtslideError(f"{app} takes {len(default_size(app))} sizes of at least 1, not {list(size)}")
     nodes = node_count(grid, spares, method)
     for node, point in kills:
         if node >= nodes:
             raise FtslideError(f"kill {node}@{point}: the grid has nodes 0..{nodes - 1}")
     if len({node for node, _ in kills}) != len(kills):
         raise FtslideError("each node can be killed once")
-    program = list(program or build(prefix))
+    program = list(program or build(prefix, app=app))
     env = dict(env or {})
     if pympi.is_python(program[0]):
         python = python_environment(prefix)
@@ -324,24 +387,29 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
         mpirun_options = [*mpirun_options, *(arg for name in python for arg in ("-x", name))]
     if kills:
         env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
+    if app in CHECKPOINT_OPTION:
+        options, last = [*nodes_as.program_options(), CHECKPOINT_OPTION[app], str(checkpoint_every)], []
+    else:
+        options, last = nodes_as.program_options(), [str(checkpoint_every)]
     result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes * nodes_as.ranks_per_node), *program,
-                              *nodes_as.jacobi_options(), grid, spares, method, str(n), str(iterations),
-                              str(checkpoint_every)], timeout=timeout, env=env,
-                     stacks_on_timeout=stacks_on_timeout, wrap=wrap)
-    return parse(result.returncode, result.stdout, result.stderr)
+                              *options, grid, spares, method, *map(str, size), str(iterations), *last],
+                     timeout=timeout, env=env, stacks_on_timeout=stacks_on_timeout, wrap=wrap)
+    return parse(result.returncode, result.stdout, result.stderr, app)
 
 
-def events(text: str) -> Iterator[tuple[str, dict[str, str]]]:
-    """(event, fields) of every ``jacobi3d: EVENT KEY=VALUE ...`` line of ``text``, in order.
+def events(text: str, app: str = "jacobi3d") -> Iterator[tuple[str, dict[str, str]]]:
+    """(event, fields) of every ``APP: EVENT KEY=VALUE ...`` line of ``text`` (APP: ``app``, the
+    program's name: ``jacobi3d: done ...``), in order.
 
     Values hold no blank but the last one's, ``message``, which runs to the end of the line.
     Cost O(len(text)).
     """
+    tag = f"{app}: "
     for line in text.splitlines():
-        start = line.find("jacobi3d: ")  # not always at the start: the processes' outputs interleave
+        start = line.find(tag)  # not always at the start: the processes' outputs interleave
         if start < 0:
             continue
-        event, *words = line[start + len("jacobi3d: "):].split(" ")
+        event, *words = line[start + len(tag):].split(" ")
         fields: dict[str, str] = {}
         for k, word in enumerate(words):
             key, _, value = word.partition("=")
@@ -353,12 +421,13 @@ def events(text: str) -> Iterator[tuple[str, dict[str, str]]]:
         yield event, fields
 
 
-def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
-    """A run's outcome from the lines the processes printed: jacobi3d's events, and the runtime's
+def parse(returncode: int, stdout: str, stderr: str, app: str = "jacobi3d") -> StencilRun:
+    """A run's outcome from the lines the processes printed: the events of application ``app``
+    (``jacobi3d: done ...``; heat2d's done line also says ``valid=yes|no``), and the runtime's
     ``ftslide: node N killed at POINT (world ranks ...; logical ranks ...)`` lines (sliding_kill.c),
     POINT as the kill named it (``checkpoint#3``)."""
     out = StencilRun(returncode, stdout, stderr, None)
-    for event, f in events(stdout):
+    for event, f in events(stdout, app):
         if event == "recovered":
             times = {key[: -len("_ms")]: float(value) for key, value in f.items() if key.endswith("_ms")}
             out.recoveries.append(Recovery(int(f["iteration"]), [int(x) for x in f["failed"].split(",") if x],
@@ -366,9 +435,13 @@ def parse(returncode: int, stdout: str, stderr: str) -> StencilRun:
                                            int(f.get("buddy_bytes", 0))))
         elif event == "done":
             out.checksum = f["checksum"]
+            if "valid" in f:
+                out.valid = f["valid"] == "yes"
+    if app in INVALID_EXIT and returncode == INVALID_EXIT[app]:
+        out.valid = False
     status = _names()["Status"].__members__
     errors = {RunError(f.get("step", "?"), status.get(f.get("status", "")), f.get("message", ""))
-              for event, f in events(stderr) if event == "error"}
+              for event, f in events(stderr, app) if event == "error"}
     out.errors = sorted(errors, key=str)
     for match in _KILLED.finditer(stderr):  # anywhere in a line: the processes' outputs interleave
         out.killed[int(match[1])] = match[2]  # a node's K processes may each print it: the same point

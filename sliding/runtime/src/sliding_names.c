@@ -9,8 +9,8 @@ static const struct {
     const char *name, *message;
 } statuses[] = {
     STATUS(SLIDING_OK, "success"),
-    STATUS(SLIDING_ERR_ARG, "invalid or missing grid, spare layout or method (a process per node cannot run a method that "
-                            "puts several ranks on one node)"),
+    STATUS(SLIDING_ERR_ARG, "invalid or missing grid, spare layout or method, or an unknown runtime option (a "
+                            "process per node cannot run a method that puts several ranks on one node)"),
     STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included, or "
                              "the same number K on every node (a multiple of the node count)"),
     STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb"),
@@ -26,8 +26,8 @@ static const struct {
                               "multiply to the processes per node"),
     STATUS(SLIDING_ERR_COORDS, "the node coordinate file must name every node of the job once, one per line "
                                "(NAME, or NAME and its grid coordinates, each node at its own)"),
-    STATUS(SLIDING_ERR_INFO, "an info value of sliding_create_info is malformed (the node key must be an "
-                             "integer) or given by some processes only"),
+    STATUS(SLIDING_ERR_INFO, "an info value or runtime option is malformed (the node key must be an integer, the "
+                             "checkpoint interval one of at least 1) or given by some processes only"),
     STATUS(SLIDING_ERR_NOT_CONTIGUOUS, "a registered array must be contiguous: register a whole array, not a "
                                        "strided section or view (numpy: numpy.ascontiguousarray, then compute in "
                                        "that array)"),
