@@ -71,9 +71,10 @@
  *
  * Communicators. After sliding_start, MPI_COMM_WORLD holds the spares and,
  * after a failure, dead processes: use it for nothing collective. The
- * Cartesian communicator is the application's; a recovery frees it and
- * returns a new one, so communicators the application derives from it must
- * be derived again (a recovery callback is the place: sliding_on_recovery).
+ * Cartesian communicator is the application's to use, the runtime's to free:
+ * a recovery frees it and returns a new one (sliding_free frees the last), so
+ * communicators the application derives from it must be derived again (a
+ * recovery callback is the place: sliding_on_recovery).
  *
  * Roles returned to the application:
  *   SLIDING_INITIAL   a worker since the start, never moved;

@@ -818,6 +818,9 @@ static int recover_once(sliding_t *s)
     /* An error of the application's own on cart (not a failure's): every
      * survivor learns of it in the first agreement and gives up. */
     const int app_error = s->cart != MPI_COMM_NULL && s->cart_error != MPI_SUCCESS && !is_failure(s->cart_error);
+    if (s->cart_freed_by_app) { /* its handle is gone: never touch it */
+        s->cart = MPI_COMM_NULL;
+    }
     /* The map the committed checkpoint was taken under: the current one. */
     memcpy(old_map, s->map, sizeof(int32_t) * (size_t)s->layout.ranks);
     int status = SLIDING_ERR_MPI;
@@ -1091,7 +1094,7 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
 
 int sliding_checkpoint(sliding_t *s, int64_t version)
 {
-    if (!s || !s->started || s->cart == MPI_COMM_NULL) {
+    if (!s || !s->started || s->cart == MPI_COMM_NULL || s->cart_freed_by_app) {
         return SLIDING_ERR_STATE;
     }
     if (s->cart_closed) { /* an earlier agreement on cart failed: nobody takes part in another */
@@ -1154,7 +1157,7 @@ int sliding_ok(const sliding_t *s)
 
 int sliding_finish(sliding_t *s)
 {
-    if (!s || !s->started || s->cart == MPI_COMM_NULL) {
+    if (!s || !s->started || s->cart == MPI_COMM_NULL || s->cart_freed_by_app) {
         return s ? SLIDING_ERR_STATE : SLIDING_ERR_ARG;
     }
     if (s->cart_closed) {
