@@ -344,6 +344,28 @@ def test_leftovers_are_this_runs_only(tmp_path):
     assert faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1") == []
 
 
+def test_a_launch_starting_beside_the_run_is_not_a_leftover():
+    """Another launch on the machine creates its scratch folder a moment before its mpirun, which names it,
+    starts: a folder nobody claims yet gets faults.LEFTOVER_GRACE before it counts (folders of other suites'
+    launches were called leftovers of 4 runs in 60 on a cluster). The same for a folder removed meanwhile."""
+    before = faults.runtime_files()
+    folder = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))
+    # the other launch's mpirun starts half a second later, and names the folder
+    starter = subprocess.Popen(["sh", "-c", f"sleep 0.5; PRTE_MCA_prte_tmpdir_base={folder} exec sleep 30"])
+    try:
+        assert str(folder) not in faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.2")
+    finally:
+        starter.kill()
+        starter.wait()
+        folder.rmdir()
+    folder = Path(tempfile.mkdtemp(prefix="ftslide-run-", dir="/dev/shm"))  # its launch ends and removes it
+    remover = subprocess.Popen(["sh", "-c", f"sleep 0.5; rmdir {folder}"])
+    try:
+        assert str(folder) not in faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.2")
+    finally:
+        remover.wait()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 def test_whole_nodes_on_a_cluster(tmp_path):
     """--cluster: 12 namespaces, daemons routed along a chain (every node but the last relays); each

@@ -236,6 +236,19 @@ static int validate(const double *field, int gnx, int gny, int iterations)
     return differ ? 4 : 0;
 }
 
+/* HEAT2D_TIMES=N: logical rank 0 says how long every N iterations took (bench/sliding_checkonce). */
+static void report_time(MPI_Comm cart, int iterations, double *since)
+{
+    int rank;
+    double now = MPI_Wtime();
+    MPI_Comm_rank(cart, &rank);
+    if (rank == 0) {
+        printf("heat2d: timing iterations=%d seconds=%.6f\n", iterations, now - *since);
+        fflush(stdout);
+    }
+    *since = now;
+}
+
 /* A whole number of at least 1, else -1. */
 static int count(const char *text)
 {
@@ -298,6 +311,9 @@ resume: /* and after every recovery: the buffers hold checkpoint 'version' of th
     unew = buffers[1 - it % 2];
     if (version < 0) initial_values(&t, u, unew);
     sliding_report_recovery(s, "heat2d", it);
+    const char *times_text = getenv("HEAT2D_TIMES");
+    int times = times_text ? atoi(times_text) : 0;
+    double since = MPI_Wtime();
     for (; it < iterations && sliding_ok(s); it++) {
         sliding_killpointf(s, "iter=%d", it);
         exchange_halos(&t, u, cart);
@@ -305,6 +321,7 @@ resume: /* and after every recovery: the buffers hold checkpoint 'version' of th
         double *swap = u;
         u = unew;
         unew = swap;
+        if (times > 0 && (it + 1) % times == 0) report_time(cart, times, &since);
         if (sliding_checkpoint_due(s, it + 1)) sliding_checkpoint(s, it + 1);
     }
     double *whole = gather_field(&t, u, cart); /* at rank 0 */

@@ -243,14 +243,18 @@ void sliding_kill_node_at(const sliding_victims *v, const char *point)
     /* Announce first: two processes of the node can reach the point at once
      * and kill each other before either would get to a line of its own. */
     announce_kill(v, e);
+    /* The node's daemon first (FTSLIDE_KILL_NODE=1, as ftslide_killpoint): two
+     * processes of the node that reach the point together kill each other, and
+     * whichever goes first must not leave the daemon behind (the node would
+     * then be a node whose processes died, not a lost node). */
+    const char *whole = getenv("FTSLIDE_KILL_NODE");
+    if (whole != NULL && strcmp(whole, "1") == 0) {
+        kill(getppid(), SIGKILL);
+    }
     for (int l = 0; l < v->k; l++) { /* the node's other processes, then this one */
         if (l != v->lane) {
             kill((pid_t)v->pids[l], SIGKILL);
         }
-    }
-    const char *whole = getenv("FTSLIDE_KILL_NODE"); /* as ftslide_killpoint: the node's daemon too */
-    if (whole != NULL && strcmp(whole, "1") == 0) {
-        kill(getppid(), SIGKILL);
     }
     kill(getpid(), SIGKILL);
 }
