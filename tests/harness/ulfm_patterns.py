@@ -37,15 +37,11 @@ bench/ulfm_patterns/campaign.py (the full campaign, docs/testing.md).
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ftslide.toolchain import mpi
 
@@ -262,27 +258,9 @@ def message_size(pattern: Pattern, message_bytes: int | None) -> int | None:
     return message_bytes if message_bytes is not None else pattern.message_bytes
 
 
-# A CPU spinner that ends by itself when the process that started it (its argument) is no longer its
-# parent, so that even a campaign killed with SIGKILL leaves no spinner behind for long.
-SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    for _ in range(200000): pass\n"
-
-
-@contextmanager
-def busy(count: int) -> Iterator[list[int]]:
-    """``count`` busy processes (Python loops, each in a session of its own) while the block runs;
-    yields their pids. They are SIGKILLed and reaped when the block ends, however it ends."""
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for _ in range(count):
-            procs.append(subprocess.Popen([sys.executable, "-S", "-c", SPINNER, str(os.getpid())],
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True))
-        yield [proc.pid for proc in procs]
-    finally:
-        for proc in procs:
-            proc.kill()
-        for proc in procs:
-            proc.wait()
+# busy(count): CPU spinners beside a block, the campaign driver's (ftslide/sliding/faults.py), which
+# end by themselves when their parent goes, so a campaign killed with SIGKILL leaves none for long.
+from ftslide.sliding.faults import SPINNER, busy  # noqa: E402  (re-exported for the pattern tests)
 
 
 def load_average() -> float | None:
