@@ -63,7 +63,9 @@
  * is recorded and the communicator revoked, so the step's later calls return
  * at once and the other workers' blocked calls are released; sliding_ok()
  * then says to recover. The application checks once per iteration instead of
- * after every MPI call (checking every call, as before, works too). The
+ * after every MPI call (checking every call, as before, works too).
+ * Communicators the application derives from it (dup, split, Cart_sub)
+ * inherit the handler as MPI says: an error on one revokes that one. The
  * revoke completes the requests pending on the communicator; MPI_Waitall on
  * them returns (with an error) and the application frees or forgets them.
  * sliding_finish() is the last such check: an agreement that every worker
