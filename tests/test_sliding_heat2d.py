@@ -14,7 +14,6 @@ command line as heat2d does (Sliding.from_args, checkpoint_due, report_error: sl
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +36,6 @@ SUFFIX = {"c": ".c", "fortran": ".f90"}
 # runtime's report lines).
 TARGET = 40
 
-_DONE = re.compile(r"heat2d: done iterations=\d+ nx=\d+ ny=\d+ checksum=(0x[0-9a-f]{16}) value=\S+ valid=(yes|no)")
-_RECOVERED = re.compile(r"heat2d: recovered iteration=(\d+) failed=([\d,]+) ")
-_KILLED = re.compile(r"ftslide: node (\d+) killed at (\S+)")
-
 
 @dataclass
 class Heat2dRun:
@@ -54,15 +49,11 @@ class Heat2dRun:
 
 
 def parse(result: subprocess.CompletedProcess) -> Heat2dRun:
-    run = Heat2dRun(result.returncode, result.stdout, result.stderr)
-    done = _DONE.findall(result.stdout)
-    if done:
-        assert len(done) == 1, result.stdout  # rank 0 alone prints it
-        run.checksum, run.valid = done[0][0], done[0][1] == "yes"
-    run.recoveries = [(int(it), [int(node) for node in failed.split(",")])
-                      for it, failed in _RECOVERED.findall(result.stdout)]
-    run.killed = {int(node): point for node, point in _KILLED.findall(result.stderr)}
-    return run
+    """heat2d's lines as the campaign driver reads them (runtime.parse), as (resume, failed) pairs."""
+    assert result.stdout.count("heat2d: done ") <= 1, result.stdout  # rank 0 alone prints it
+    run = stencil.parse(result.returncode, result.stdout, result.stderr, "heat2d")
+    return Heat2dRun(run.returncode, run.stdout, run.stderr, run.checksum, bool(run.valid),
+                     [(r.resume_iteration, r.failed) for r in run.recoveries], run.killed)
 
 
 def build(prefix: Path, lang: str, plain: bool) -> Path:

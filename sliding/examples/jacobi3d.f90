@@ -87,7 +87,7 @@ program jacobi3d
     else if (role /= SLIDING_FINISHED) then
         call initial_values()
     end if
-    if (role == SLIDING_PROMOTED) call report_recovery(it)
+    if (role == SLIDING_PROMOTED) call sliding_report_recovery(s, 'jacobi3d', it)
     call get_environment_variable('JACOBI3D_TIMES', text)
     report_times = text == '1'
     do while (role /= SLIDING_FINISHED)
@@ -129,7 +129,7 @@ program jacobi3d
             call initial_values()
             it = 0
         end if
-        call report_recovery(it)
+        call sliding_report_recovery(s, 'jacobi3d', it)
     end do
 
     rank = -1
@@ -306,29 +306,6 @@ contains
             end do
         end if
     end function
-
-    ! Logical rank 0 reports the last recovery (it may be a promoted spare).
-    subroutine report_recovery(resume)
-        integer, intent(in) :: resume
-        type(sliding_recovery_times) :: t
-        integer, allocatable :: failed(:)
-        integer :: cart_rank, i
-        call MPI_Comm_rank(cart, cart_rank)
-        if (cart_rank /= 0) return
-        failed = sliding_failed(s)
-        t = sliding_last_recovery(s)
-        write(output_unit, '(a, i0, a)', advance='no') 'jacobi3d: recovered iteration=', resume, ' failed='
-        do i = 1, size(failed)
-            if (i > 1) write(output_unit, '(a)', advance='no') ','
-            write(output_unit, '(i0)', advance='no') failed(i)
-        end do
-        write(output_unit, '(a, i0, 13a, i0, a, i0)') ' attempts=', t%attempts, &
-            ' agree_ms=', fixed(t%agree * 1e3_real64, 3), ' map_ms=', fixed(t%mapping * 1e3_real64, 3), &
-            ' rebuild_ms=', fixed(t%rebuild * 1e3_real64, 3), ' state_ms=', fixed(t%state * 1e3_real64, 3), &
-            ' commit_ms=', fixed(t%commit * 1e3_real64, 3), ' total_ms=', fixed(t%total * 1e3_real64, 3), &
-            ' moved_bytes=', t%moved_bytes, ' buddy_bytes=', t%buddy_bytes
-        flush(output_unit)
-    end subroutine
 
     ! A runtime error: every survivor gets the same one, and all of them leave with exit status 3.
     subroutine fail(what, code)

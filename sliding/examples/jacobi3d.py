@@ -113,18 +113,6 @@ class Field:
         return float(np.add.accumulate(every)[-1]) if rank == 0 else None
 
 
-def report_recovery(s: sliding.Sliding, cart: MPI.Cartcomm, resume: int) -> None:
-    """Logical rank 0 reports the last recovery (it may be a promoted spare)."""
-    if cart.Get_rank() != 0:
-        return
-    t = s.last_recovery()
-    failed = ",".join(map(str, s.failed()))
-    print(f"jacobi3d: recovered iteration={resume} failed={failed} attempts={t.attempts} "
-          f"agree_ms={t.agree * 1e3:.3f} map_ms={t.mapping * 1e3:.3f} rebuild_ms={t.rebuild * 1e3:.3f} "
-          f"state_ms={t.state * 1e3:.3f} commit_ms={t.commit * 1e3:.3f} total_ms={t.total * 1e3:.3f} "
-          f"moved_bytes={t.moved_bytes} buddy_bytes={t.buddy_bytes}", flush=True)
-
-
 def fail(s: sliding.Sliding, step: str, error: sliding.SlidingError) -> None:
     """A runtime error: every survivor gets the same one, and all of them leave with exit status 3."""
     print(f"jacobi3d: error step={step} status={error.status.name} message={error.message}", file=sys.stderr,
@@ -176,7 +164,7 @@ def main(argv: list[str]) -> int:
     elif role != Role.FINISHED:
         f.initial_values(cart)
     if role == Role.PROMOTED:
-        report_recovery(s, cart, it)
+        s.report_recovery("jacobi3d", it)
     report_times = os.environ.get("JACOBI3D_TIMES") == "1"
     iteration_point = sliding.Point.ITER.name.lower()
     total = None
@@ -212,7 +200,7 @@ def main(argv: list[str]) -> int:
         else:
             f.initial_values(cart)
             it = 0
-        report_recovery(s, cart, it)
+        s.report_recovery("jacobi3d", it)
 
     if total is not None:
         bits = struct.unpack("<Q", struct.pack("<d", total))[0]

@@ -74,13 +74,23 @@ static long occurrence_of(const char *digits, size_t len)
     return n;
 }
 
-/* The index of the counted point `name` (len characters), added if new. */
-static int point_index(kill_table *t, const char *name, size_t len)
+/* The index of the counted point `name` (len characters), -1 if no entry names it. */
+static int find_point(const kill_table *t, const char *name, size_t len)
 {
     for (int p = 0; p < t->npoints; p++) {
         if (t->points[p].len == len && strncmp(t->points[p].name, name, len) == 0) {
             return p;
         }
+    }
+    return -1;
+}
+
+/* The index of the counted point `name` (len characters), added if new. */
+static int point_index(kill_table *t, const char *name, size_t len)
+{
+    int p = find_point(t, name, len);
+    if (p >= 0) {
+        return p;
     }
     t->points[t->npoints] = (counted_point){name, len, 0};
     return t->npoints++;
@@ -227,12 +237,8 @@ void sliding_kill_node_at(const sliding_victims *v, const char *point)
     if (t == NULL) {
         return;
     }
-    size_t len = strlen(point);
-    int p = 0;
-    while (p < t->npoints && !(t->points[p].len == len && strncmp(t->points[p].name, point, len) == 0)) {
-        p++;
-    }
-    if (p == t->npoints) {
+    int p = find_point(t, point, strlen(point));
+    if (p < 0) {
         return; /* no entry names this point: nothing to count */
     }
     long reached = t->points[p].reached < LONG_MAX ? ++t->points[p].reached : LONG_MAX;
