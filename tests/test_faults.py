@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -334,6 +335,11 @@ def test_leftovers_are_this_runs_only(tmp_path):
     env = {**os.environ, "FTSLIDE_FAULTS_RUN": "test.1", "PRTE_MCA_prte_tmpdir_base": str(other)}
     stray = subprocess.Popen(["sleep", "60"], env=env)
     try:
+        # until its exec, the child shows the parent's environment, without the marker (CI, loaded machine)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{stray.pid}/cmdline").read_bytes().split(b"\0")[0] != b"sleep":
+            assert time.monotonic() < deadline, "the stray process never started sleep"
+            time.sleep(0.01)
         found = faults.leftovers(before, "FTSLIDE_FAULTS_RUN=test.1")
         assert f"process {stray.pid}" in found and str(mine) in found and str(other) not in found
     finally:

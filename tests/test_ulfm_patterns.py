@@ -59,6 +59,12 @@ KNOWN_FAILURES = {
     ("intercomm-agree", "upstream"): pytest.mark.xfail(
         strict=True, reason="upstream's coll/ftagree cannot agree on an intercommunicator after a failure, and "
                             "its shrink of one never returns even without a failure (issue 36)"),
+    ("iagree", "upstream"): pytest.mark.xfail(
+        reason="upstream's coll/ftagree lets an agreement succeed although a survivor (one that had not yet "
+               "heard of the failure) acknowledged nothing: 'survivors disagree on acked' in 1 of 150 loaded "
+               "runs (np 4, seed 2, 8 busy processes, 2026-11-29); on demand in "
+               "test_conformance.py::test_agree_raises_until_every_survivor_acknowledged; timing-dependent "
+               "here, hence not strict"),
     ("replace-spawnee-dies", "upstream"): pytest.mark.xfail(
         reason="upstream's coll/ftagree: the survivors' MPIX_Comm_agree after a replacement died waits in "
                "mca_coll_ftagree_era_intra (1 of 13 loaded runs on 2026-11-28 after patches ompi/22, pmix/04 and "
