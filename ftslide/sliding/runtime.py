@@ -61,7 +61,7 @@ __all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "AP
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((SLIDING / "core" / "src").glob("*.c")))
-LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src")
+LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src", SLIDING / "runtime" / "src")
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
 FORTRAN_FLAGS = ("-O2", "-Wall", "-Werror")  # mpifort's: the module, its C side and the program

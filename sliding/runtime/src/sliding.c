@@ -24,62 +24,8 @@
 #include <unistd.h>
 
 #include "ftslide_killpoint.h"
-#include "slide_core.h"
+#include "sliding_internal.h"
 #include "sliding_kill.h"
-
-#define TAG_RELEASE 7301
-#define TAG_STATE 7302
-#define MAX_ATTEMPTS 64
-
-/* A recovery callback and its argument (sliding_on_recovery). */
-typedef struct callback {
-    sliding_recovery_callback fn;
-    void *arg;
-} callback_t;
-
-/* A checkpoint copy of one rank's registered buffers. */
-typedef struct copy {
-    int32_t rank;     /* -1: holds nothing */
-    int64_t version;
-    char *data;       /* total_bytes */
-} copy_t;
-
-struct sliding_runtime {
-    MPI_Comm world, alive, cart;
-    MPI_Group world_group;
-    slide_layout layout;
-    int32_t block[SLIDE_MAX_DIMS]; /* the ranks of a node rank (slide_core.h, ranks per node) */
-    int k;                    /* processes per node */
-    int method;
-    int node, lane;           /* this process's node and index in it */
-    int *procs;               /* [nodes * k]: world rank of lane l of node n at n * k + l */
-    int *pids;                /* [k]: process ids of this node's lanes (fault injection) */
-    int32_t *node_of;         /* [world size]: node of each process */
-    int32_t *map, *new_map;   /* node rank -> node */
-    int32_t *failed;          /* agreed failed nodes, in order */
-    int nfailed;
-    unsigned char *dead;      /* per node */
-    unsigned char *batch;     /* per node: scratch of append_failed_batch */
-    void *work;
-    size_t work_bytes;
-    int nbufs;
-    void **bufs;
-    size_t *sizes;
-    size_t total_bytes;
-    copy_t own, buddy, own_pending, buddy_pending;
-    char *scratch;            /* total_bytes, receives during recovery */
-    int64_t version;          /* committed checkpoint version, -1 none */
-    int cart_closed;          /* every member is done with cart: its last agreement failed */
-    int cart_error;           /* the first MPI error recorded on cart since it was built */
-    int cart_freed_by_app;    /* the application freed cart (seen by the attribute's delete callback) */
-    int freeing_cart;         /* the runtime is freeing cart itself */
-    int ncallbacks;
-    callback_t *callbacks;
-    int holds_hooks;          /* counted in runtimes_alive */
-    int started, recovered;
-    int64_t checkpoint_every; /* sliding_checkpoint_due's interval */
-    sliding_recovery_times last;
-};
 
 /* The attribute that leads cart's error handler to its runtime; created with
  * the first runtime, freed with the last. */
@@ -137,13 +83,13 @@ static void release_cart_hooks(void)
 }
 
 /* Dies here, with its whole node, if fault injection names this node and point (FTSLIDE_KILL). */
-static void killpoint(const sliding_t *s, enum sliding_point point)
+void killpoint(const sliding_t *s, enum sliding_point point)
 {
     sliding_killpoint(s, sliding_point_name(point));
 }
 
 /* Node rank held by a node, -1 if none. */
-static int rank_of_node(const sliding_t *s, int node)
+int rank_of_node(const sliding_t *s, int node)
 {
     for (int32_t r = 0; r < s->layout.ranks; r++) {
         if (s->map[r] == node) {
@@ -154,19 +100,19 @@ static int rank_of_node(const sliding_t *s, int node)
 }
 
 /* The node rank whose buddy copies a node rank's node holds, and back. */
-static int buddy_of(const sliding_t *s, int node_rank)
+int buddy_of(const sliding_t *s, int node_rank)
 {
     return (node_rank + s->layout.ranks / 2) % s->layout.ranks;
 }
 
 /* Logical rank (Cartesian rank) of this process's lane in a node rank. */
-static int lane_rank(const sliding_t *s, int node_rank)
+int lane_rank(const sliding_t *s, int node_rank)
 {
     return slide_block_rank(&s->layout, s->block, node_rank, s->lane);
 }
 
 /* Rank in s->alive of this process's lane on 'node' (MPI_UNDEFINED if gone). */
-static int alive_rank(const sliding_t *s, int node, int lane)
+int alive_rank(const sliding_t *s, int node, int lane)
 {
     MPI_Group group;
     int out, world_rank = s->procs[node * s->k + lane];
@@ -233,97 +179,6 @@ static int choose_block(const slide_layout *layout, const char *text, int k, int
         return SLIDING_ERR_BLOCK;
     }
     return SLIDING_OK;
-}
-
-typedef struct keyed {
-    long long key;
-    int rank;
-} keyed_t;
-
-static int by_key(const void *a, const void *b)
-{
-    const keyed_t *x = a, *y = b;
-    if (x->key != y->key) {
-        return x->key < y->key ? -1 : 1;
-    }
-    return x->rank - y->rank;
-}
-
-static int by_rank(const void *a, const void *b)
-{
-    return ((const keyed_t *)a)->rank - ((const keyed_t *)b)->rank;
-}
-
-/* Group the processes by their keys[] into nodes ordered by lowest rank:
- * job_node[p] (0..groups-1) and lane[p]; the count of nodes in *groups.
- * SLIDING_ERR_NODES if they differ in size. */
-static int group_nodes(const long long *keys, int size, int *job_node, int *lane, int *groups,
-                       long long *group_key)
-{
-    keyed_t *sorted = malloc(sizeof *sorted * (size_t)size), *first = malloc(sizeof *first * (size_t)size);
-    if (!sorted || !first) {
-        free(sorted);
-        free(first);
-        return SLIDING_ERR_NOMEM;
-    }
-    for (int p = 0; p < size; p++) {
-        sorted[p] = (keyed_t){keys[p], p};
-    }
-    qsort(sorted, (size_t)size, sizeof *sorted, by_key);
-    int n = 0; /* runs of one key: their first (lowest) rank */
-    for (int i = 0; i < size; i++) {
-        if (i == 0 || sorted[i].key != sorted[i - 1].key) {
-            first[n++] = sorted[i];
-        }
-    }
-    qsort(first, (size_t)n, sizeof *first, by_rank); /* nodes in order of their lowest rank */
-    int status = SLIDING_OK, members = size / n;
-    for (int g = 0; g < n; g++) {
-        group_key[g] = first[g].key;
-        int count = 0;
-        const keyed_t probe = {first[g].key, first[g].rank};
-        const keyed_t *at = bsearch(&probe, sorted, (size_t)size, sizeof *sorted, by_key);
-        for (const keyed_t *q = at; q < sorted + size && q->key == first[g].key; q++) {
-            job_node[q->rank] = g;
-            lane[q->rank] = count++;
-        }
-        if (count != members || size % n != 0) {
-            status = SLIDING_ERR_NODES;
-        }
-    }
-    *groups = n;
-    free(sorted);
-    free(first);
-    return status;
-}
-
-/* The node names a coordinate file uses: the decimal key, or the host name
- * of the node's lowest rank (every process sends its own). */
-static int node_names(MPI_Comm comm, int size, int by_key_option, const long long *group_key, int groups,
-                      char ***out)
-{
-    char *all = by_key_option ? NULL : malloc((size_t)size * MPI_MAX_PROCESSOR_NAME);
-    char **names = calloc((size_t)groups, sizeof *names), mine[MPI_MAX_PROCESSOR_NAME] = "";
-    int length = 0, status = names && (by_key_option || all) ? SLIDING_OK : SLIDING_ERR_NOMEM;
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
-    if (status == SLIDING_OK && !by_key_option) {
-        MPI_Get_processor_name(mine, &length);
-        MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
-    }
-    for (int g = 0; status == SLIDING_OK && g < groups; g++) {
-        names[g] = malloc(MPI_MAX_PROCESSOR_NAME + 24);
-        if (!names[g]) {
-            status = SLIDING_ERR_NOMEM;
-        } else if (by_key_option) {
-            snprintf(names[g], MPI_MAX_PROCESSOR_NAME + 24, "%lld", group_key[g]);
-        } else { /* group_key is the node's lowest rank */
-            snprintf(names[g], MPI_MAX_PROCESSOR_NAME + 24, "%.*s", MPI_MAX_PROCESSOR_NAME - 1,
-                     all + (size_t)group_key[g] * MPI_MAX_PROCESSOR_NAME);
-        }
-    }
-    free(all);
-    *out = names;
-    return status;
 }
 
 void sliding_killpoint(const sliding_t *s, const char *point)
@@ -611,34 +466,8 @@ int sliding_register(sliding_t *s, void *data, size_t bytes)
     return SLIDING_OK;
 }
 
-static void pack(const sliding_t *s, char *out)
-{
-    for (int i = 0; i < s->nbufs; i++) {
-        memcpy(out, s->bufs[i], s->sizes[i]);
-        out += s->sizes[i];
-    }
-}
-
-static void unpack(const sliding_t *s, const char *in)
-{
-    for (int i = 0; i < s->nbufs; i++) {
-        memcpy(s->bufs[i], in, s->sizes[i]);
-        in += s->sizes[i];
-    }
-}
-
-static void commit_pending(sliding_t *s)
-{
-    copy_t own = s->own, buddy = s->buddy;
-    s->own = s->own_pending;
-    s->buddy = s->buddy_pending;
-    s->own_pending = own;
-    s->buddy_pending = buddy;
-    s->own_pending.rank = s->buddy_pending.rank = -1;
-}
-
 /* Free cart unless the application did. */
-static void free_cart(sliding_t *s)
+void free_cart(sliding_t *s)
 {
     if (s->cart != MPI_COMM_NULL && !s->cart_freed_by_app) {
         s->freeing_cart = 1;
@@ -649,7 +478,7 @@ static void free_cart(sliding_t *s)
 }
 
 /* Split s->alive into the workers' Cartesian communicator, in logical rank order. */
-static int build_cart(sliding_t *s)
+int build_cart(sliding_t *s)
 {
     int node_rank = rank_of_node(s, s->node), rank = node_rank >= 0 ? lane_rank(s, node_rank) : -1;
     MPI_Comm split;
@@ -678,378 +507,6 @@ static int build_cart(sliding_t *s)
     return rc;
 }
 
-/* Pack this worker's buffers as pending copy 'version' and swap copies with the
- * buddy partners on s->cart: the same lane of the node ranks half the node
- * ranks away, which are on other nodes. Collective over the workers. */
-static int exchange_checkpoint(sliding_t *s, int64_t version)
-{
-    int node_rank = rank_of_node(s, s->node), ranks = s->layout.ranks, half = ranks / 2;
-    s->own_pending.rank = lane_rank(s, node_rank);
-    s->own_pending.version = version;
-    pack(s, s->own_pending.data);
-    s->buddy_pending.rank = lane_rank(s, (node_rank - half + ranks) % ranks);
-    s->buddy_pending.version = version;
-    if (half == 0) {
-        memcpy(s->buddy_pending.data, s->own_pending.data, s->total_bytes);
-        return MPI_SUCCESS;
-    }
-    /* Cart rank = logical rank: send mine to node rank + half's, receive node rank - half's. */
-    return MPI_Sendrecv(s->own_pending.data, (int)s->total_bytes, MPI_BYTE, lane_rank(s, buddy_of(s, node_rank)),
-                        TAG_STATE, s->buddy_pending.data, (int)s->total_bytes, MPI_BYTE,
-                        s->buddy_pending.rank, TAG_STATE, s->cart, MPI_STATUS_IGNORE);
-}
-
-/* Where node rank r's committed checkpoints can be read (each lane's from
- * the same lane): node and whether it is the buddy copy; -1 if both holders
- * are dead. */
-static int state_source(const sliding_t *s, const int32_t *old_map, int r, int *from_buddy)
-{
-    if (!s->dead[old_map[r]]) {
-        *from_buddy = 0;
-        return old_map[r];
-    }
-    *from_buddy = 1;
-    int holder = old_map[buddy_of(s, r)];
-    return s->dead[holder] ? -1 : holder;
-}
-
-/* Move every rank's committed checkpoint to its new node: node rank by node
- * rank, each lane of the old node to the same lane of the new one. */
-static int move_state(sliding_t *s, const int32_t *old_map)
-{
-    int ranks = s->layout.ranks, count = (int)s->total_bytes, nreq = 0, rc = MPI_SUCCESS;
-    MPI_Request reqs[3];
-    int mine = rank_of_node(s, s->node), received = 0;
-    for (int r = 0; r < ranks; r++) {
-        int from_buddy, src = state_source(s, old_map, r, &from_buddy), dst = s->map[r];
-        const copy_t *copy = from_buddy ? &s->buddy : &s->own;
-        if (src == s->node && dst == s->node) {
-            unpack(s, copy->data);
-        } else if (src == s->node) {
-            rc = MPI_Isend(copy->data, count, MPI_BYTE, alive_rank(s, dst, s->lane), TAG_STATE, s->alive,
-                           &reqs[nreq]);
-            nreq += rc == MPI_SUCCESS;
-        } else if (dst == s->node) {
-            rc = MPI_Irecv(s->scratch, count, MPI_BYTE, alive_rank(s, src, s->lane), TAG_STATE, s->alive,
-                           &reqs[nreq]);
-            nreq += rc == MPI_SUCCESS;
-            received = rc == MPI_SUCCESS;
-        }
-        if (rc != MPI_SUCCESS) {
-            break;
-        }
-    }
-    int wait_rc = nreq ? MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
-    if (rc == MPI_SUCCESS && wait_rc == MPI_SUCCESS && received && mine >= 0) {
-        unpack(s, s->scratch);
-    }
-    return rc != MPI_SUCCESS ? rc : wait_rc;
-}
-
-/* Bytes of state a recovery sends between processes, from the agreed maps
- * (the same at every survivor): moves to new nodes, and the new buddy copies. */
-static void count_state_bytes(const sliding_t *s, const int32_t *old_map, sliding_recovery_times *t)
-{
-    int64_t per_node_rank = (int64_t)s->k * (int64_t)s->total_bytes;
-    t->moved_bytes = 0;
-    for (int r = 0; r < s->layout.ranks; r++) {
-        int from_buddy;
-        t->moved_bytes += state_source(s, old_map, r, &from_buddy) != s->map[r] ? per_node_rank : 0;
-    }
-    t->buddy_bytes = s->layout.ranks / 2 > 0 ? per_node_rank * s->layout.ranks : 0;
-}
-
-/* The next batch of failures: the nodes of the members of s->alive missing
- * from 'shrunk' that were not dead yet, in ascending node order (the order
- * the sliding core expects). A node is dead as soon as one of its processes
- * is: its other processes keep no rank. */
-static void append_failed_batch(sliding_t *s, MPI_Comm shrunk)
-{
-    MPI_Group before, after;
-    MPI_Comm_group(s->alive, &before);
-    MPI_Comm_group(shrunk, &after);
-    int n;
-    MPI_Group_size(before, &n);
-    memset(s->batch, 0, (size_t)s->layout.nodes);
-    for (int i = 0; i < n; i++) {
-        int in_after, world_rank;
-        MPI_Group_translate_ranks(before, 1, &i, after, &in_after);
-        if (in_after == MPI_UNDEFINED) {
-            MPI_Group_translate_ranks(before, 1, &i, s->world_group, &world_rank);
-            s->batch[s->node_of[world_rank]] = 1;
-        }
-    }
-    for (int node = 0; node < s->layout.nodes; node++) {
-        if (s->batch[node] && !s->dead[node]) {
-            s->failed[s->nfailed++] = node;
-            s->dead[node] = 1;
-        }
-    }
-    MPI_Group_free(&before);
-    MPI_Group_free(&after);
-}
-
-static double now(void)
-{
-    return MPI_Wtime();
-}
-
-/* Whether an MPI error may be a process failure's or the revoke that spreads
- * one (a multiple completion's error hides which: take it as one). */
-static int is_failure(int code)
-{
-    int eclass = MPI_SUCCESS;
-    if (code != MPI_SUCCESS) {
-        MPI_Error_class(code, &eclass);
-    }
-    return eclass == MPIX_ERR_PROC_FAILED || eclass == MPIX_ERR_PROC_FAILED_PENDING || eclass == MPIX_ERR_REVOKED ||
-           eclass == MPI_ERR_IN_STATUS || eclass == MPI_ERR_PENDING;
-}
-
-/* The recovery protocol of sliding.h, run by every surviving process. */
-static int recover_once(sliding_t *s)
-{
-    sliding_recovery_times t = {0};
-    double start = now();
-    int32_t *old_map = malloc(sizeof(int32_t) * (size_t)s->layout.ranks);
-    if (!old_map) {
-        return SLIDING_ERR_NOMEM;
-    }
-    /* An error of the application's own on cart (not a failure's): every
-     * survivor learns of it in the first agreement and gives up. */
-    const int app_error = s->cart != MPI_COMM_NULL && s->cart_error != MPI_SUCCESS && !is_failure(s->cart_error);
-    if (s->cart_freed_by_app) { /* its handle is gone: never touch it */
-        s->cart = MPI_COMM_NULL;
-    }
-    /* The map the committed checkpoint was taken under: the current one. */
-    memcpy(old_map, s->map, sizeof(int32_t) * (size_t)s->layout.ranks);
-    int status = SLIDING_ERR_MPI;
-    /* Every member of cart leaves it after the same number of agreements on
-     * it. A member that saw no failure may be in sliding_checkpoint's
-     * agreement, which the revoke does not interrupt: it would wait there for
-     * us for ever. Our agreement meets it and fails the checkpoint, whose
-     * caller comes here in turn. A checkpoint whose agreement failed has
-     * already ended cart at every member. */
-    if (s->cart != MPI_COMM_NULL && !s->cart_closed) {
-        MPIX_Comm_revoke(s->alive);
-        MPIX_Comm_revoke(s->cart);
-        int none = 0;
-        (void)MPIX_Comm_agree(s->cart, &none);
-    }
-    for (t.attempts = 1; t.attempts <= MAX_ATTEMPTS; t.attempts++) {
-        killpoint(s, SLIDING_POINT_RECOVERY_START);
-        double phase = now();
-        MPIX_Comm_revoke(s->alive);
-        if (s->cart != MPI_COMM_NULL) {
-            MPIX_Comm_revoke(s->cart);
-            free_cart(s);
-        }
-        MPI_Comm shrunk;
-        if (MPIX_Comm_shrink(s->alive, &shrunk) != MPI_SUCCESS) {
-            continue;
-        }
-        MPI_Comm_set_errhandler(shrunk, MPI_ERRORS_RETURN);
-        append_failed_batch(s, shrunk);
-        MPI_Comm_free(&s->alive);
-        s->alive = shrunk;
-        killpoint(s, SLIDING_POINT_RECOVERY_AGREE);
-        /* Waiting processes missed the checkpoints taken since they started waiting. */
-        int64_t version = s->version;
-        int rc = MPI_Allreduce(&s->version, &version, 1, MPI_INT64_T, MPI_MAX, s->alive);
-        /* The allreduce can fail at some survivors and succeed at others (a
-         * process that dies inside it). Whoever fails revokes, so that nobody
-         * stays blocked in it, and all of them agree whether to go on: every
-         * survivor must run the same agreements on alive in the same order,
-         * or one process's commit agreement meets another's next shrink (an
-         * agreement of another kind: its context id came out as garbage). */
-        enum { STEP_OK = 1, NO_APP_ERROR = 2 };
-        int flags = (rc == MPI_SUCCESS ? STEP_OK : 0) | (app_error ? 0 : NO_APP_ERROR);
-        if (rc != MPI_SUCCESS) {
-            MPIX_Comm_revoke(s->alive);
-        }
-        rc = MPIX_Comm_agree(s->alive, &flags);
-        t.agree += now() - phase;
-        if (rc == MPI_SUCCESS && !(flags & NO_APP_ERROR)) {
-            /* Recovering would only meet the same error again, for ever. */
-            status = SLIDING_ERR_MPI;
-            break;
-        }
-        if (rc != MPI_SUCCESS || !(flags & STEP_OK)) {
-            continue;
-        }
-
-        killpoint(s, SLIDING_POINT_RECOVERY_MAP);
-        phase = now();
-        int32_t err_index;
-        int map_rc = slide_map(&s->layout, s->method, s->failed, s->nfailed, s->new_map, s->work,
-                               s->work_bytes, &err_index);
-        t.mapping += now() - phase;
-        if (map_rc != SLIDE_OK) {
-            status = SLIDING_ERR_NO_SPARE;
-            break;
-        }
-        int lost = 0;
-        for (int r = 0; version >= 0 && r < s->layout.ranks; r++) {
-            int from_buddy;
-            lost |= state_source(s, old_map, r, &from_buddy) < 0;
-        }
-        if (lost) {
-            status = SLIDING_ERR_DATA_LOST;
-            break;
-        }
-        memcpy(s->map, s->new_map, sizeof(int32_t) * (size_t)s->layout.ranks);
-
-        killpoint(s, SLIDING_POINT_RECOVERY_REBUILD);
-        phase = now();
-        rc = build_cart(s);
-        t.rebuild += now() - phase;
-        killpoint(s, SLIDING_POINT_RECOVERY_STATE);
-        phase = now();
-        if (rc == MPI_SUCCESS && version >= 0) {
-            s->version = version;
-            rc = move_state(s, old_map);
-            if (rc == MPI_SUCCESS && s->cart != MPI_COMM_NULL) {
-                rc = exchange_checkpoint(s, version);
-            }
-        }
-        t.state += now() - phase;
-        if (rc != MPI_SUCCESS) {
-            /* Wake the peers still blocked on us in the state moves or the
-             * checkpoint exchange: a failure only some of them can see (an
-             * idle node that held a checkpoint) would leave the rest waiting.
-             * The agreement below works on revoked communicators. */
-            if (s->cart != MPI_COMM_NULL) {
-                MPIX_Comm_revoke(s->cart);
-            }
-            MPIX_Comm_revoke(s->alive);
-        }
-
-        killpoint(s, SLIDING_POINT_RECOVERY_COMMIT);
-        phase = now();
-        int ok = rc == MPI_SUCCESS;
-        rc = MPIX_Comm_agree(s->alive, &ok);
-        t.commit += now() - phase;
-        if (rc == MPI_SUCCESS && ok) {
-            if (version >= 0) {
-                commit_pending(s);
-                count_state_bytes(s, old_map, &t);
-            }
-            status = SLIDING_OK;
-            break;
-        }
-        /* A failure during recovery: start again (revoke, shrink) from the last
-         * committed checkpoint, which was taken under old_map. */
-    }
-    free(old_map);
-    t.total = now() - start;
-    t.failed_nodes = s->nfailed;
-    s->last = t;
-    s->recovered = 1;
-    return status;
-}
-
-/* Run this process's recovery callbacks (if it holds a rank) and agree over
- * alive, at every survivor, on how they went: SLIDING_OK, SLIDING_ERR_CALLBACK
- * (one returned non-zero or freed cart), or SLIDING_ERR_FAILED (a process
- * failed meanwhile: recover again). Skipped, everywhere alike, when no
- * callback is registered (sliding_start checked that every process has the
- * same number). */
-static int run_callbacks(sliding_t *s, int old_rank)
-{
-    if (s->ncallbacks == 0) {
-        return SLIDING_OK;
-    }
-    enum { CALLBACKS_OK = 1, NO_FAILURE = 2 };
-    int callbacks_ok = 1;
-    for (int i = 0; s->cart != MPI_COMM_NULL && callbacks_ok && i < s->ncallbacks; i++) {
-        callbacks_ok = s->callbacks[i].fn(s, old_rank, sliding_rank(s), s->cart, s->callbacks[i].arg) == 0 &&
-                       !s->cart_freed_by_app;
-    }
-    int no_failure = s->cart == MPI_COMM_NULL || !is_failure(s->cart_error);
-    if (s->cart_freed_by_app) {
-        s->cart = MPI_COMM_NULL; /* the application's free took it (and revoked it) */
-    } else if (s->cart != MPI_COMM_NULL && (!callbacks_ok || !no_failure)) {
-        MPIX_Comm_revoke(s->cart); /* peers may wait for this process in their callbacks' MPI calls */
-    }
-    /* A callback that fails because a process failed under it is that
-     * failure, not its own; freeing cart is always its own. */
-    int flags = ((callbacks_ok || !no_failure) && !s->cart_freed_by_app ? CALLBACKS_OK : 0) |
-                (no_failure ? NO_FAILURE : 0);
-    int rc = MPIX_Comm_agree(s->alive, &flags);
-    if (rc == MPI_SUCCESS && !(flags & CALLBACKS_OK)) {
-        return SLIDING_ERR_CALLBACK;
-    }
-    return rc == MPI_SUCCESS && (flags & NO_FAILURE) ? SLIDING_OK : SLIDING_ERR_FAILED;
-}
-
-/* Recover, then run the callbacks; a failure during the callbacks starts
- * another recovery. The callbacks get the rank held before the first. */
-static int recover_all(sliding_t *s)
-{
-    int old_rank = sliding_rank(s), status = SLIDING_ERR_MPI;
-    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        status = recover_once(s);
-        if (status == SLIDING_OK) {
-            status = run_callbacks(s, old_rank);
-        }
-        if (status != SLIDING_ERR_FAILED) {
-            return status;
-        }
-    }
-    return SLIDING_ERR_MPI;
-}
-
-/* Wait until released (SLIDING_FINISHED) or given a rank (SLIDING_PROMOTED). */
-static int wait_for_work(sliding_t *s, int *role)
-{
-    for (;;) {
-        killpoint(s, SLIDING_POINT_WAITING);
-        char token;
-        MPI_Request req;
-        MPI_Status status;
-        MPI_Irecv(&token, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_RELEASE, s->alive, &req);
-        int rc = MPI_Wait(&req, &status), eclass = MPI_SUCCESS;
-        if (rc == MPI_SUCCESS) {
-            *role = SLIDING_FINISHED;
-            return SLIDING_OK;
-        }
-        MPI_Error_class(rc, &eclass);
-        if (eclass == MPIX_ERR_PROC_FAILED_PENDING) {
-            /* Another process died (a spare, or a worker whose peers have not
-             * noticed yet): keep waiting; the workers' recovery will wake us. */
-            MPIX_Comm_failure_ack(s->alive);
-            MPI_Cancel(&req);
-            MPI_Request_free(&req);
-            continue;
-        }
-        if (eclass != MPIX_ERR_REVOKED && eclass != MPIX_ERR_PROC_FAILED) {
-            return SLIDING_ERR_MPI;
-        }
-        int result = recover_all(s);
-        if (result != SLIDING_OK) {
-            return result;
-        }
-        if (rank_of_node(s, s->node) >= 0) {
-            killpoint(s, SLIDING_POINT_PROMOTED);
-            *role = SLIDING_PROMOTED;
-            return SLIDING_OK;
-        }
-    }
-}
-
-static int allocate_copies(sliding_t *s)
-{
-    copy_t *copies[] = {&s->own, &s->buddy, &s->own_pending, &s->buddy_pending};
-    for (size_t i = 0; i < sizeof copies / sizeof *copies; i++) {
-        copies[i]->data = malloc(s->total_bytes ? s->total_bytes : 1);
-        if (!copies[i]->data) {
-            return SLIDING_ERR_NOMEM;
-        }
-    }
-    s->scratch = malloc(s->total_bytes ? s->total_bytes : 1);
-    return s->scratch ? SLIDING_OK : SLIDING_ERR_NOMEM;
-}
-
 int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
 {
     if (!s || !cart || !role || !version) {
@@ -1059,7 +516,7 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
         return SLIDING_ERR_STATE;
     }
     s->started = 1;
-    int status = allocate_copies(s);
+    int status = checkpoint_allocate(s);
     /* Every process must carry the same state and run the same number of
      * callbacks (run_callbacks' agreement): compare counts, total and a hash
      * of the sizes, as maxima of the values and of their negations. */
@@ -1090,59 +547,6 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     *cart = s->cart;
     *version = s->version;
     return status;
-}
-
-int sliding_checkpoint(sliding_t *s, int64_t version)
-{
-    if (!s || !s->started || s->cart == MPI_COMM_NULL || s->cart_freed_by_app) {
-        return SLIDING_ERR_STATE;
-    }
-    if (s->cart_closed) { /* an earlier agreement on cart failed: nobody takes part in another */
-        return s->cart_error != MPI_SUCCESS ? s->cart_error : MPIX_ERR_REVOKED;
-    }
-    /* A worker whose step failed still takes part in the agreement, with
-     * "no": every worker runs the same agreements on cart (recover_once). */
-    int rc = sliding_ok(s) ? exchange_checkpoint(s, version) : MPIX_ERR_REVOKED;
-    killpoint(s, SLIDING_POINT_CHECKPOINT);
-    int ok = rc == MPI_SUCCESS;
-    int agree_rc = MPIX_Comm_agree(s->cart, &ok);
-    s->cart_closed = agree_rc != MPI_SUCCESS || !ok;
-    if (s->cart_closed && s->cart_error == MPI_SUCCESS) {
-        s->cart_error = agree_rc != MPI_SUCCESS ? agree_rc : rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
-    }
-    if (agree_rc != MPI_SUCCESS) {
-        return agree_rc;
-    }
-    if (!ok) {
-        return rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
-    }
-    commit_pending(s);
-    s->version = version;
-    return MPI_SUCCESS;
-}
-
-int sliding_recover(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
-{
-    if (!s || !cart || !role || !version) {
-        return SLIDING_ERR_ARG;
-    }
-    if (!s->started) {
-        return SLIDING_ERR_STATE;
-    }
-    int status = recover_all(s);
-    if (status == SLIDING_OK && s->cart == MPI_COMM_NULL) {
-        status = wait_for_work(s, role); /* this process lost its rank (slide2d) */
-    } else {
-        *role = SLIDING_SURVIVOR;
-    }
-    *cart = s->cart;
-    *version = s->version;
-    return status;
-}
-
-int sliding_checkpoint_due(const sliding_t *s, int64_t iteration)
-{
-    return s != NULL && iteration > 0 && iteration % s->checkpoint_every == 0;
 }
 
 int sliding_ok(const sliding_t *s)
