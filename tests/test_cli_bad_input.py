@@ -150,6 +150,7 @@ def test_bad_input_is_one_line(tmp_path, args, phrase):
     ("0 0 0 0\n1 0 0 1\n1 0 1 0\n", "nodes.txt, line 3"),                   # node 1 named twice
     ("0 0 0 0\n1\n", "nodes.txt, line 2"),                                   # two forms mixed
     ("0 5 0 0\n", "nodes.txt, line 1"),                                      # outside the grid
+    ("0 0 0 0 domain=a\n1 0 0 1\n", "nodes.txt, line 2"),                    # a domain on some lines only
 ])
 def test_node_coordinate_file_is_checked_before_launch(tmp_path, text, phrase):
     """A coordinate file that names a node twice, misses one, mixes forms or leaves the grid: the

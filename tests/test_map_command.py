@@ -338,3 +338,35 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
         status = proc.wait(timeout=120)  # a few lines at most on stderr: they fit in the pipe
         err = proc.stderr.read().decode()
     assert status == 141 and err == "", err
+
+
+def test_redundancy_groups_across_domains():
+    """parity:3 on mesh:4x4 x:1 (12 node ranks) in 2x2 boxes: 4 groups dealt by (domain, node rank), the
+    worked example of slide_groups() in slide_core.h; parity:4 has only 3 groups for boxes of 4 node ranks."""
+    result = ftslide_map(*MESH, "--redundancy", "parity:3", "--domains", "2x2")
+    assert result.returncode == 0, result.stderr
+    assert "hybrid: redundancy parity:3, failure domains 2x2 boxes (4 domains), on the final map: 4 groups" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines() if re.match(r"\s+\d+\s+\d+ \d+ \d+\s", line)]
+    assert [row[1:4] for row in rows] == [["0", "2", "8"], ["1", "3", "9"], ["4", "6", "10"], ["5", "7", "11"]]
+    assert "losing any one domain: survivable" in result.stdout
+    crowded = ftslide_map(*MESH, "--redundancy", "parity:4", "--domains", "2x2")
+    assert crowded.returncode == 0 and "losing any one domain: NOT survivable" in crowded.stdout, crowded.stdout
+    buddy = ftslide_map(*MESH, "--domains", "2x2", "--json", "--method", "slide1d,simple", "--fail", "5")
+    doc = json.loads(buddy.stdout)
+    assert [m["redundancy"]["shift"] for m in doc["methods"]] == [6, 6]
+    assert all(m["redundancy"]["survivable"] for m in doc["methods"])
+    assert "redundancy" not in json.loads(ftslide_map(*MESH, "--json").stdout)["methods"][0]
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--redundancy", "raid5"], "bad --redundancy 'raid5'"),
+    (["--redundancy", "rs:4,4"], "bad --redundancy 'rs:4,4'"),
+    (["--redundancy", "parity:13"], "group size larger than the node ranks"),
+    (["--domains", "5x1"], "bad --domains '5x1'"),
+    (["--domains", "2x2x1"], "bad --domains '2x2x1'"),
+])
+def test_bad_redundancy_or_domains_is_one_line(args, phrase):
+    result = ftslide_map(*MESH, *args)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and phrase in lines[0], result.stderr
+    assert result.stdout == ""

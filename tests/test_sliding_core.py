@@ -129,7 +129,7 @@ def test_unknown_method_message() -> None:
     assert [m.label for m in sc.methods() if m.one_rank_per_node] == ["simple", "slide1d", "slide2d", "hybrid",
                                                                       "routed"]
     assert [m.label for m in sc.methods() if m.chooses] == ["routed"]
-    assert sc.Status(11).name == "ENOSPARE" and len(sc.Status) == 22
+    assert sc.Status(11).name == "ENOSPARE" and len(sc.Status) == 27
     assert err.value.code == sc.Status.EMETHOD
 
 
@@ -365,3 +365,86 @@ def test_blocks_of_ranks_per_node():
     assert (m.pairs, m.hops_hist[0], m.link_load_max, m.ranks_per_node_max) == (16, 6, 2, 2)
     assert sc.measure(layout, layout.initial_map(), block=(1, 1, 1)) == sc.measure(layout, layout.initial_map())
     assert len(sc.stencil_messages(layout, block=(2, 2, 1))[0]) == 160
+
+
+# ---- redundancy across failure domains (slide_core.h; the rules are tested in C) ----------------
+
+def test_redundancy_policies() -> None:
+    assert sc.parse_redundancy("buddy") == sc.Redundancy("buddy", 2, 1)
+    assert sc.parse_redundancy("parity:8") == sc.Redundancy("parity", 8, 1)
+    assert sc.parse_redundancy("rs:8,2") == sc.Redundancy("rs", 8, 2)
+    assert [str(sc.parse_redundancy(t)) for t in ("buddy", "parity:4", "rs:8,2")] == ["buddy", "parity:4", "rs:8,2"]
+
+
+@pytest.mark.parametrize("text, code", [
+    ("parity", "EREDUNDANCY"), ("rs:8", "EREDUNDANCY"), ("raid5", "EREDUNDANCY"), ("parity:4 ", "EREDUNDANCY"),
+    ("rs:4,4", "EGROUP"), ("parity:1", "EGROUP"), ("rs:4,0", "EGROUP"),
+])
+def test_bad_redundancy_policy(text: str, code: str) -> None:
+    with pytest.raises(FtslideError) as err:
+        sc.parse_redundancy(text)
+    assert err.value.code == sc.Status[code] and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"bad redundancy policy '{text}': ")
+
+
+def test_block_domains() -> None:
+    lay = sc.make_layout("torus:4x4x2", "x:1")
+    assert sc.parse_domain_shape(lay, "2x2x1") == (2, 2, 1)
+    domains, count = sc.block_domains(lay, "2x2x1")
+    assert count == 8 and len(domains) == lay.nodes
+    assert all(domains[n] == ((x // 2) * 2 + y // 2) * 2 + z
+               for n in range(lay.nodes) for x, y, z in [lay.coords(n)])
+    assert sc.block_domains(lay, (4, 4, 2)) == ([0] * lay.nodes, 1)
+    for bad in ("2x2", "5x1x1", "0x1x1", "2x2x1x1", "two"):
+        with pytest.raises(FtslideError) as err:
+            sc.parse_domain_shape(lay, bad)
+        assert err.value.code == sc.Status.EDOMAIN_SHAPE and "\n" not in str(err.value)
+    with pytest.raises(FtslideError):
+        sc.block_domains(lay, (1, 1, 3))
+
+
+def test_groups_across_domains() -> None:
+    """mesh:4x4 x:1 in 2x2 boxes, parity:3: the worked example of slide_core.h's rule, and the
+    contract on a map after failures."""
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    domains, _ = sc.block_domains(lay, "2x2")
+    g = sc.groups(lay, lay.initial_map(), domains, 3, 1)
+    assert g.group_of_rank == [0, 1, 0, 1, 2, 3, 2, 3, 0, 1, 2, 3]
+    assert g.member_of_rank == [0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 2, 2] and g.sizes == [3, 3, 3, 3]
+    assert g.members(0) == [0, 2, 8]
+    mapping = sc.compute_map(lay, "hybrid", [5, 10])
+    for size, lose in ((2, 1), (3, 1), (4, 2), (6, 3)):
+        g = sc.groups(lay, mapping, domains, size, lose)
+        assert sorted(r for k in range(len(g.sizes)) for r in g.members(k)) == list(range(lay.ranks))
+        for k in range(len(g.sizes)):
+            per_domain = [domains[mapping[r]] for r in g.members(k)]
+            assert max(per_domain.count(d) for d in per_domain) <= lose
+        assert g == sc.groups(lay, list(mapping), list(domains), size, lose)  # deterministic
+    assert sc.groups(lay, mapping, None, 12, 11).sizes == [12]
+
+
+@pytest.mark.parametrize("size, lose, domains, code", [
+    (1, 1, None, "EGROUP"), (4, 0, None, "EGROUP"), (4, 4, None, "EGROUP"), (13, 1, None, "EGROUP_RANKS"),
+    (2, 1, "one", "ENOPLACEMENT"), (4, 1, "boxes", "ENOPLACEMENT"),
+])
+def test_group_errors(size: int, lose: int, domains: str | None, code: str) -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    doms = {None: None, "one": [0] * lay.nodes, "boxes": sc.block_domains(lay, "2x2")[0]}[domains]
+    with pytest.raises(FtslideError) as err:
+        sc.groups(lay, lay.initial_map(), doms, size, lose)
+    assert err.value.code == sc.Status[code] and "\n" not in str(err.value)
+    if code == "EGROUP_RANKS":
+        assert "group size larger than the node ranks" in str(err.value)
+
+
+def test_buddy_shift_across_domains() -> None:
+    lay = sc.make_layout("mesh:4x4", "x:1")
+    domains, _ = sc.block_domains(lay, "2x2")
+    assert sc.buddy_shift(lay, lay.initial_map(), domains) == 6
+    small = sc.make_layout("mesh:3x2", "x:1")  # node ranks 0..3 on nodes 0..3
+    assert sc.buddy_shift(small, small.initial_map(), [0, 1, 0, 1, 2, 2]) == 1  # 0 and 2 share a domain
+    with pytest.raises(FtslideError) as err:
+        sc.buddy_shift(small, small.initial_map(), [0, 0, 0, 0, 1, 1])
+    assert err.value.code == sc.Status.ENOPLACEMENT
+    with pytest.raises(FtslideError):
+        sc.buddy_shift(small, small.initial_map(), [0, 1])  # not one domain per node

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import FtslideError
 from ..toolchain import pympi
@@ -17,11 +19,15 @@ from ..ui.table import print_table
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "doctor"
-HELP = ("check the compilers, the Open MPI build (FT MPI support), mpi4py against it, SimGrid and Python packages; "
-        "exit 0 only if all is there")
+HELP = ("check the compilers, the Open MPI build (FT MPI support), mpi4py against it, ISA-L, SimGrid and Python "
+        "packages; exit 0 only if all is there")
 
 APT = "apt-get install -y"
 PYTHON_PACKAGES = ("numpy", "matplotlib", "ortools", "pytest", "pytest_timeout")
+# The erasure code of the sliding runtime's checkpoints (sliding/runtime/src/sliding_erasure.c) includes it.
+ISAL_HEADER = "isa-l/erasure_code.h"
+# Where the header is looked for when there is no C compiler to ask.
+SYSTEM_INCLUDE_DIRS = (Path("/usr/local/include"), Path("/usr/include"))
 
 
 @dataclass
@@ -45,6 +51,28 @@ def _version(tool: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return (out.splitlines() or [""])[0]
+
+
+def _header(name: str, header: str, fix: str) -> Check:
+    """Whether ``header`` is there for the builds that include it: where cc finds it (or, without cc,
+    in SYSTEM_INCLUDE_DIRS), with ISA-L's version when its isa-l.h says it. Cost: one preprocessor run."""
+    cc = shutil.which("cc")
+    if cc is None:
+        path = next((d / header for d in SYSTEM_INCLUDE_DIRS if (d / header).is_file()), None)
+        return Check(name, True, str(path)) if path else Check(name, False, f"missing: <{header}>", fix)
+    probe = (f"#include <{header}>\n#if __has_include(<isa-l.h>)\n#include <isa-l.h>\n"
+             "ftslide_version ISAL_MAJOR_VERSION ISAL_MINOR_VERSION ISAL_PATCH_VERSION\n#endif\n")
+    try:
+        out = subprocess.run([cc, "-E", "-x", "c", "-"], input=probe, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name, False, f"cc cannot look for <{header}>: {exc}", fix)
+    if out.returncode != 0:
+        return Check(name, False, f"missing: <{header}> (cc does not find it)", fix)
+    path = re.search(r'"([^"]*' + re.escape(header) + r')"', out.stdout)
+    # The macros expand from a system header: cc may put a line marker between the tag and the numbers.
+    version = re.search(r"ftslide_version\s+(?:#.*\n\s*)*(\d+)\s+(\d+)\s+(\d+)", out.stdout)
+    detail = str(Path(path[1]).resolve()) if path else f"<{header}>"
+    return Check(name, True, f"{detail} (ISA-L {'.'.join(version.groups())})" if version else detail)
 
 
 def checks() -> list[Check]:
@@ -75,6 +103,7 @@ def checks() -> list[Check]:
                            "ftslide build-mpi4py"))
     except FtslideError as exc:
         found.append(Check(mpi4py, False, str(exc), "ftslide build-mpi4py"))
+    found.append(_header("ISA-L (erasure-coded checkpoints)", ISAL_HEADER, f"{APT} libisal-dev"))
     found.append(_tools("SimGrid (smpicc, smpirun)", ("smpicc", "smpirun"), f"{APT} libsimgrid-dev"))
     missing = [pkg for pkg in PYTHON_PACKAGES if importlib.util.find_spec(pkg) is None]
     found.append(Check("Python packages", not missing,

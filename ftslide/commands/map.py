@@ -67,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optimal-time", type=float, default=60.0, metavar="S",
                         help="seconds the solver may take (default 60); when they run out the best "
                         "load found and the best bound are shown, marked not proven")
+    parser.add_argument("--redundancy", metavar="POLICY",
+                        help="also place a checkpoint redundancy policy on each method's final map: buddy, "
+                        "parity:G (groups of G, any one member may be lost) or rs:G,M (any M); shows each "
+                        "group's node ranks and whether losing any one failure domain is survivable "
+                        "(default buddy when --domains is given)")
+    parser.add_argument("--domains", metavar="AxB[xC]",
+                        help="failure domains as boxes of the node grid, e.g. 2x2x1: nodes in the same box "
+                        "fail together (a board); default with --redundancy: every node its own domain")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--with-map", action="store_true",
                         help="with --json: include the final rank->node map of each method")
@@ -178,6 +186,28 @@ def slice_z(layout: Layout, failures: Sequence[int], requested: int | None) -> i
     return layout.coords(failures[0])[2] if failures else 0
 
 
+def redundancy_from_args(layout: Layout, policy: str | None,
+                         shape: str | None) -> tuple[core.Redundancy, list[int] | None, str] | None:
+    """(policy, domain of each node or None, a description of the domains) of --redundancy/--domains,
+    None without either."""
+    if policy is None and shape is None:
+        return None
+    try:
+        chosen = core.parse_redundancy(policy if policy is not None else "buddy")
+    except SlideError as exc:
+        raise FtslideError(f"bad --redundancy '{policy}': {strerror(exc.code)}") from None
+    if chosen.group > layout.ranks:
+        raise FtslideError(f"--redundancy {chosen}: {strerror(core.Status.EGROUP_RANKS)} "
+                           f"({chosen.group} > {layout.ranks} on grid {layout.grid} with spares {layout.spares})")
+    if shape is None:
+        return chosen, None, "one per node"
+    try:
+        domains, count = core.block_domains(layout, shape.strip())
+    except SlideError as exc:
+        raise FtslideError(f"bad --domains '{shape}' for grid {layout.grid}: {strerror(exc.code)}") from None
+    return chosen, domains, f"{shape.strip()} boxes ({count} domain{'s' if count != 1 else ''})"
+
+
 def blocks_from_args(layout: Layout, ranks_per_node: int, block: str | None) -> tuple[int, ...] | None:
     """The block of --ranks-per-node/--block (None: one rank per node, the map as it always was)."""
     if ranks_per_node < 1:
@@ -209,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
         raise FtslideError(f"--optimal-time must be a positive number of seconds, not {args.optimal_time:g}")
     if args.optimal and block is not None:
         raise FtslideError("--optimal works on one rank per node; drop --ranks-per-node/--block")
+    redundancy = redundancy_from_args(layout, args.redundancy, args.domains)
     results = [mapview.run_method(layout, m, failures, block) for m in methods]
+    placements = [] if redundancy is None else \
+        [mapview.place_redundancy(layout, r, redundancy[0], redundancy[1], redundancy[2]) for r in results]
     stuck = any(r.error is not None for r in results) and not args.keep_going
     best = None
     if args.optimal:
@@ -217,8 +250,10 @@ def run(args: argparse.Namespace) -> int:
         best = optimal.optimum(layout, failures, complete, time_limit=args.optimal_time)
 
     if args.json:
-        print(mapview.dumps(mapview.json_document(layout, failures, results, args.with_map, block, best)),
-              flush=True)
+        document = mapview.json_document(layout, failures, results, args.with_map, block, best)
+        for entry, placement in zip(document["methods"], placements):
+            entry["redundancy"] = placement.as_dict()
+        print(mapview.dumps(document), flush=True)
     else:
         print(mapview.header_line(layout, failures, block))
         rows = [mapview.table_row(r, len(failures)) for r in results]
@@ -232,6 +267,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "
                       "direct replacement from the same map):")
                 print_table(mapview.CHOICE_HEADERS, mapview.choice_rows(layout, failures, r.choices))
+        for r, placement in zip(results, placements):
+            title, verdict = mapview.placement_lines(layout, placement)
+            print(f"\n{title}")
+            rows = mapview.placement_rows(layout, placement, r.mapping, redundancy[1] if redundancy else None)
+            if rows:
+                print_table(mapview.PLACEMENT_HEADERS, rows)
+            print(verdict)
     if stuck:
         raise FtslideError(mapview.stuck_message(results))
     if plot is not None:

@@ -39,7 +39,8 @@ from .topology import Topology, _CTopo, parse_topology
 __all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
            "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
            "parse_block", "default_block", "make_block", "block_text", "rank_nodes",
-           "stencil_messages", "compute_map", "explain", "measure", "DIM_NAMES", "HOPS_HIST"]
+           "stencil_messages", "compute_map", "explain", "measure", "Redundancy", "parse_redundancy",
+           "parse_domain_shape", "block_domains", "Groups", "groups", "buddy_shift", "DIM_NAMES", "HOPS_HIST"]
 
 DIM_NAMES = "xyz"
 HOPS_HIST = 16
@@ -91,6 +92,10 @@ class _CChoice(ctypes.Structure):
                 ("spares", ctypes.c_int32), ("moved", ctypes.c_int32),
                 ("candidates", ctypes.c_int32), ("hybrid_load_max", ctypes.c_int32),
                 ("hybrid_overloaded", ctypes.c_int32), ("direct_load_max", ctypes.c_int32)]
+
+
+class _CRedundancy(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int32), ("group", ctypes.c_int32), ("lose", ctypes.c_int32)]
 
 
 class _CMetrics(ctypes.Structure):
@@ -147,6 +152,16 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_block_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout), _P(ctypes.c_int32)]),
     "slide_block_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int,
                                            _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
+    "slide_redundancy_parse": (ctypes.c_int, [ctypes.c_char_p, _P(_CRedundancy)]),
+    "slide_redundancy_kind_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "slide_domain_shape_parse": (ctypes.c_int, [_P(_CLayout), ctypes.c_char_p, _P(ctypes.c_int32)]),
+    "slide_domains_block": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                           _P(ctypes.c_int32)]),
+    "slide_groups": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int32,
+                                    ctypes.c_int32, _P(ctypes.c_int32), _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                    _P(ctypes.c_int32)]),
+    "slide_buddy_shift": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), _P(ctypes.c_int32),
+                                         _P(ctypes.c_int32)]),
 }
 
 
@@ -154,7 +169,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 def _lib() -> ctypes.CDLL:
     """libslidecore.so (built first if needed) with its API declared."""
     return bind_library("slidecore", _SIGNATURES, {0: _CGrid, 1: _CSpares, 2: _CLayout, 3: _CMetrics,
-                                                  6: _CChoice}, "ftslide/sliding/core.py")
+                                                  6: _CChoice, 7: _CRedundancy}, "ftslide/sliding/core.py")
 
 
 def strerror(code: int) -> str:
@@ -684,3 +699,119 @@ def _choice(c: _CChoice) -> Choice:
                   None if c.hybrid_load_max < 0 else c.hybrid_load_max,
                   None if c.hybrid_load_max < 0 else c.hybrid_overloaded,
                   None if c.direct_load_max < 0 else c.direct_load_max)
+
+
+# ---- redundancy across failure domains ----------------------------------------------
+
+@dataclass(frozen=True)
+class Redundancy:
+    """A redundancy policy (slide_redundancy in slide_core.h): ``kind`` is ``buddy``, ``parity`` or
+    ``rs``; ``group`` the nodes per group (2 for buddy), ``lose`` the members a group may lose."""
+
+    kind: str
+    group: int
+    lose: int
+
+    def __str__(self) -> str:
+        return {"buddy": "buddy", "parity": f"parity:{self.group}"}.get(self.kind, f"rs:{self.group},{self.lose}")
+
+
+def parse_redundancy(text: str) -> Redundancy:
+    """Parse ``buddy``, ``parity:G`` or ``rs:G,M`` (G >= 2, 1 <= M < G). Raises SlideError (code
+    ``Status.EREDUNDANCY`` or ``Status.EGROUP``) in one line. Cost O(len(text))."""
+    out = _CRedundancy()
+    rc = _lib().slide_redundancy_parse(_text(text, "redundancy policy"), ctypes.byref(out))
+    if rc != 0:
+        raise SlideError(f"bad redundancy policy '{text}': {strerror(rc)}", rc)
+    return Redundancy(_lib().slide_redundancy_kind_name(out.kind).decode(), out.group, out.lose)
+
+
+def parse_domain_shape(layout: Layout, text: str) -> tuple[int, ...]:
+    """Parse a failure-domain box ``AxB`` (2D grid) or ``AxBxC`` (3D), each size from 1 to the grid's
+    along that dimension. Returns the sizes; raises SlideError (code ``Status.EDOMAIN_SHAPE``).
+    Cost O(len(text))."""
+    out = (ctypes.c_int32 * 3)()
+    rc = _lib().slide_domain_shape_parse(ctypes.byref(layout._c), _text(text, "domain box"), out)
+    if rc != 0:
+        raise SlideError(f"bad domain box '{text}' for grid {layout.grid}: {strerror(rc)}", rc)
+    return tuple(out[: len(layout.grid.sizes)])
+
+
+def block_domains(layout: Layout, shape: Sequence[int] | str) -> tuple[list[int], int]:
+    """Failure domains as boxes of the node grid (slide_domains_block()): ``(domain_of_node,
+    ndomains)``, node n in box ``coords[d] // shape[d]``, boxes numbered row-major; spares included.
+    ``shape`` is a box string (``2x2x1``) or its sizes. Raises SlideError. Cost O(nodes)."""
+    sizes = parse_domain_shape(layout, shape) if isinstance(shape, str) else tuple(shape)
+    if len(sizes) != len(layout.grid.sizes) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                       for v in sizes):
+        raise SlideError(f"domain box {sizes!r} needs {len(layout.grid.sizes)} integer sizes for grid "
+                         f"{layout.grid}", _status().EDOMAIN_SHAPE)
+    c = (ctypes.c_int32 * 3)(*(list(sizes) + [1] * (3 - len(sizes))))
+    out = (ctypes.c_int32 * layout.nodes)()
+    count = ctypes.c_int32(0)
+    rc = _lib().slide_domains_block(ctypes.byref(layout._c), c, out, ctypes.byref(count))
+    if rc != 0:
+        raise SlideError(f"domain box {block_text(sizes)} on grid {layout.grid}: {strerror(rc)}", rc)
+    return list(out), count.value
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Redundancy groups of the node ranks (slide_groups()): ``group_of_rank[r]``, ``member_of_rank[r]``
+    (its place among its group's node ranks, ascending) and the groups' ``sizes``."""
+
+    group_of_rank: list[int]
+    member_of_rank: list[int]
+    sizes: list[int]
+
+    def members(self, group: int) -> list[int]:
+        """The node ranks of ``group``, ascending."""
+        return [r for r, g in enumerate(self.group_of_rank) if g == group]
+
+
+def _map_and_domains(lay: Layout, mapping: Sequence[int], domains: Sequence[int] | None):
+    if isinstance(mapping, (str, bytes)) or len(mapping) != lay.ranks:
+        raise SlideError(f"mapping must list a node for each of the {lay.ranks} node ranks", _status().EINVAL)
+    ma = _int32_array(mapping, "mapping entries")
+    cmap = (ctypes.c_int32 * len(ma)).from_buffer(ma)
+    if domains is None:
+        return cmap, None, ma
+    if isinstance(domains, (str, bytes)) or len(domains) != lay.nodes:
+        raise SlideError(f"domains must give a domain for each of the {lay.nodes} nodes of grid {lay.grid}",
+                         _status().EINVAL)
+    da = _int32_array(domains, "domains")
+    return cmap, (ctypes.c_int32 * len(da)).from_buffer(da), (ma, da)
+
+
+def groups(layout: Layout | tuple[str, str], mapping: Sequence[int], domains: Sequence[int] | None,
+           group: int, lose: int = 1) -> Groups:
+    """Deal the node ranks of ``mapping`` into ``ranks // group`` groups so that no group has more than
+    ``lose`` members on one failure domain (``domains[n]`` per node, None: every node its own);
+    the rule and its exact condition are slide_groups()'s in slide_core.h. Raises SlideError (one
+    line; ``Status.ENOPLACEMENT`` when a domain holds more than ``lose * ngroups`` node ranks).
+    Cost O(ranks log ranks)."""
+    lay = _layout(layout)
+    for value, what in ((group, "group size"), (lose, "members a group may lose")):
+        if isinstance(value, bool) or not isinstance(value, int) or not _I32_MIN <= value <= _I32_MAX:
+            raise SlideError(f"the {what} must be an integer, not {value!r}", _status().EGROUP)
+    cmap, cdom, _keep = _map_and_domains(lay, mapping, domains)
+    g_of, m_of = (ctypes.c_int32 * lay.ranks)(), (ctypes.c_int32 * lay.ranks)()
+    sizes = (ctypes.c_int32 * max(lay.ranks // max(group, 1), 1))()
+    count = ctypes.c_int32(0)
+    rc = _lib().slide_groups(ctypes.byref(lay._c), cmap, cdom, group, lose, g_of, m_of, sizes, ctypes.byref(count))
+    if rc != 0:
+        raise SlideError(f"groups of {group} losing at most {lose} on {lay.ranks} node ranks: {strerror(rc)}", rc)
+    return Groups(list(g_of), list(m_of), list(sizes[: count.value]))
+
+
+def buddy_shift(layout: Layout | tuple[str, str], mapping: Sequence[int], domains: Sequence[int] | None) -> int:
+    """The shift h for which node rank r's buddy is node rank (r + h) mod ranks and no pair shares a
+    failure domain: ranks // 2 when it works, else the smallest (slide_buddy_shift()). Raises
+    SlideError (``Status.ENOPLACEMENT`` when no shift works). Cost O(ranks) to O(ranks^2)."""
+    lay = _layout(layout)
+    cmap, cdom, _keep = _map_and_domains(lay, mapping, domains)
+    out = ctypes.c_int32(0)
+    rc = _lib().slide_buddy_shift(ctypes.byref(lay._c), cmap, cdom, ctypes.byref(out))
+    if rc != 0:
+        raise SlideError(f"buddies on {lay.ranks} node ranks: {strerror(rc)}", rc)
+    return out.value

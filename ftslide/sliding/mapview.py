@@ -28,7 +28,8 @@ from .core import Choice, Layout, Metrics, SlideError, explain, measure
 __all__ = ["MethodResult", "run_method", "describe_choice", "CHOICE_HEADERS", "choice_rows", "hist_short",
            "describe_node", "header_line", "describe_net", "TABLE_HEADERS", "table_row", "optimum_row", "optimum_line",
            "BRIEF_HEADERS",
-           "brief_rows", "error_code_name", "json_document", "dumps", "stuck_message", "STATE_STYLE", "draw"]
+           "brief_rows", "error_code_name", "json_document", "dumps", "stuck_message", "STATE_STYLE", "draw",
+           "Placement", "place_redundancy", "placement_lines", "PLACEMENT_HEADERS", "placement_rows"]
 
 # ---- one method's map -------------------------------------------------------------------
 
@@ -473,3 +474,83 @@ def draw(path: Path, layout: Layout, failures: Sequence[int], results: Sequence[
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+# ---- redundancy placed across failure domains (ftslide map --redundancy/--domains) ------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a redundancy policy puts a method's final map's redundancy: the groups (parity, rs) or the
+    buddy shift, and whether losing any one failure domain is survivable."""
+
+    method: core.CEnum
+    policy: core.Redundancy
+    domains: str                     # "2x2x1 boxes (8 domains)" or "one per node"
+    groups: core.Groups | None       # parity, rs: None when no placement exists
+    shift: int | None                # buddy: node rank r's copy on node rank (r + shift) mod ranks
+    survivable: bool
+    reason: str                      # why (not) survivable, one line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"policy": str(self.policy), "domains": self.domains, "survivable": self.survivable,
+                "reason": self.reason, "shift": self.shift,
+                "groups": None if self.groups is None else [self.groups.members(k)
+                                                           for k in range(len(self.groups.sizes))]}
+
+
+def place_redundancy(layout: Layout, result: MethodResult, policy: core.Redundancy,
+                     domain_of_node: Sequence[int] | None, domains: str) -> Placement:
+    """The policy's placement on ``result``'s map (slide_groups() or slide_buddy_shift() in the core). A
+    domain too crowded for any placement is an answer (not survivable), not an error; other core errors
+    (a group larger than the node ranks) raise SlideError."""
+    mapping = result.mapping
+    try:
+        if policy.kind == "buddy":
+            shift = core.buddy_shift(layout, mapping, domain_of_node)
+            return Placement(result.method, policy, domains, None, shift, True,
+                             "no node rank shares a domain with its buddy")
+        found = core.groups(layout, mapping, domain_of_node, policy.group, policy.lose)
+        return Placement(result.method, policy, domains, found, None, True,
+                         f"no group has more than {policy.lose} member{'s' if policy.lose > 1 else ''} "
+                         "in one domain")
+    except SlideError as exc:
+        if exc.code != core.Status.ENOPLACEMENT:
+            raise
+        if policy.kind == "buddy":
+            reason = "every buddy shift pairs two node ranks in one domain"
+        else:
+            most = policy.lose * (layout.ranks // policy.group)
+            reason = (f"a domain holds more than {most} of the {layout.ranks} node ranks, so some group of "
+                      f"{policy.group} has more than {policy.lose} member{'s' if policy.lose > 1 else ''} in it")
+        return Placement(result.method, policy, domains, None, None, False, reason)
+
+
+PLACEMENT_HEADERS = ["group", "node ranks", "nodes", "domains"]
+
+
+def placement_rows(layout: Layout, placement: Placement, mapping: Sequence[int],
+                   domain_of_node: Sequence[int] | None) -> list[list[str]]:
+    """One row per group: its node ranks (member order), their nodes and the nodes' domains."""
+    if placement.groups is None:
+        return []
+    rows = []
+    for k in range(len(placement.groups.sizes)):
+        members = placement.groups.members(k)
+        nodes = [mapping[r] for r in members]
+        doms = [domain_of_node[n] if domain_of_node is not None else n for n in nodes]
+        rows.append([str(k), " ".join(map(str, members)), " ".join(map(str, nodes)), " ".join(map(str, doms))])
+    return rows
+
+
+def placement_lines(layout: Layout, placement: Placement) -> tuple[str, str]:
+    """(the title line before the groups, the verdict line after them)."""
+    title = (f"{placement.method.label}: redundancy {placement.policy}, failure domains {placement.domains}, "
+             "on the final map")
+    if placement.shift is not None:
+        title += (f": node rank r keeps its copy on node rank (r + {placement.shift}) mod {layout.ranks}")
+    elif placement.groups is not None:
+        title += f": {len(placement.groups.sizes)} groups"
+    verdict = ("losing any one domain: " + ("survivable" if placement.survivable else "NOT survivable")
+               + f" ({placement.reason})")
+    return title, verdict

@@ -51,17 +51,21 @@ from ..errors import FtslideError
 from ..toolchain import mpi, pympi
 from ..toolchain.native import REPO, CEnum, bind_library, c_enum
 from ..toolchain.ompi import cache_root
-from .core import block_text, make_block, make_layout, methods, parse_method
+from .core import (SlideError, block_domains, block_text, buddy_shift, groups, make_block, make_layout, methods,
+                   parse_domain_shape, parse_method, parse_redundancy)
 
 # Point and Status are public too, but read from the library at first use (module __getattr__).
 __all__ = ["Recovery", "RunError", "StencilRun", "NodeOptions", "LANGUAGES", "APPS", "app_languages",
            "check_app", "default_size", "build_library", "link_flags", "build", "python_environment",
            "runtime_methods", "runtime_points", "iteration_point", "parse_kill", "node_count", "node_options",
-           "check_node_coords", "run", "events", "parse", "HEADER_DIR"]
+           "check_node_coords", "node_domains", "CheckpointOptions", "checkpoint_options", "run", "events", "parse",
+           "HEADER_DIR"]
 
 SLIDING = REPO / "sliding"
 LIBRARY_SOURCES = (*sorted((SLIDING / "runtime" / "src").glob("*.c")), *sorted((SLIDING / "core" / "src").glob("*.c")))
 LIBRARY_INCLUDE_DIRS = (SLIDING / "core" / "include", SLIDING / "core" / "src", SLIDING / "runtime" / "src")
+# ISA-L, the erasure code of the checkpoints (sliding_erasure.c; Debian's libisal-dev, ftslide doctor checks it).
+LIBRARY_LINK = ("-lisal",)
 HEADER_DIR = SLIDING / "runtime" / "include"  # sliding.h: all an application includes
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Wshadow", "-Werror")
 FORTRAN_FLAGS = ("-O2", "-Wall", "-Werror")  # mpifort's: the module, its C side and the program
@@ -80,6 +84,8 @@ INVALID_EXIT = {"heat2d": 4}
 # Applications that take the checkpoint interval as the runtime's option (sliding_create_args), not as
 # their last argument.
 CHECKPOINT_OPTION = {"heat2d": "--checkpoint-every"}
+# The erasure code's chunks per code word (sliding_erasure.h, SLIDING_CODE_MAX_CHUNKS): groups of up to 2G - 1.
+CODE_MAX_CHUNKS = 255
 # Whether an application's halos wrap around a torus grid (heat2d's field is not periodic on any grid).
 HALOS_WRAP = {"jacobi3d": True, "heat2d": False}
 
@@ -94,6 +100,10 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sliding_nodes_read": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
                                           ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),
                                           ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
+    "sliding_nodes_read_domains": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
+                                                  ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p),
+                                                  ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
+                                                  ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
 }
 
 
@@ -163,14 +173,15 @@ def build_library(prefix: Path) -> Path:
     """libsliding.so (the runtime and the substitution core) built with this build's mpicc.
 
     It lives in ``<cache>/sliding/<prefix name>/`` and is rebuilt when a source,
-    a flag or the Open MPI build changes. Applications compile with
+    a header, a flag, a library it links (LIBRARY_LINK: ISA-L) or the Open MPI
+    build changes. Applications compile with
     ``-I sliding/runtime/include`` and link with :func:`link_flags` (``ftslide env``
     prints both). Raises FtslideError if the compiler fails. Cost: seconds when it
     compiles, a hash of the sources otherwise.
     """
     return mpi.compile_program(prefix, LIBRARY_SOURCES, flags=(*FLAGS, "-fPIC", "-shared",
                                "-Wl,-soname,libsliding.so"), include_dirs=(HEADER_DIR, *LIBRARY_INCLUDE_DIRS),
-                               output=cache_root() / "sliding" / prefix.name / "libsliding.so")
+                               link=LIBRARY_LINK, output=cache_root() / "sliding" / prefix.name / "libsliding.so")
 
 
 def link_flags(library: Path) -> list[str]:
@@ -330,25 +341,135 @@ def node_options(grid: str, spares: str, ranks_per_node: int = 1, block: str | N
     return NodeOptions(ranks_per_node, sizes if block is not None else None, emulate, path)
 
 
+@dataclass(frozen=True)
+class CheckpointOptions:
+    """How a run keeps its checkpoints (sliding_create_info's keys; None: the runtime's default):
+    the ``redundancy`` policy (``buddy``, ``parity:G``, ``rs:G,M``), failure ``domains`` as a box of
+    the node grid (``2x2x1``), the file level's ``directory`` and ``file_every`` (every Nth committed
+    checkpoint to files). The default is the runtime's: buddy copies, no domains, no files."""
+
+    redundancy: str | None = None
+    domains: str | None = None
+    directory: Path | None = None
+    file_every: int | None = None
+
+    def program_options(self) -> list[str]:
+        """The examples' options for these checkpoints (none for the runtime's defaults); jacobi3d and
+        heat2d take the same (sliding_create_args)."""
+        out: list[str] = []
+        if self.redundancy is not None:
+            out += ["--redundancy", self.redundancy]
+        if self.domains is not None:
+            out += ["--domains", self.domains]
+        if self.directory is not None:
+            out += ["--checkpoint-dir", str(self.directory)]
+        if self.file_every is not None:
+            out += ["--file-every", str(self.file_every)]
+        return out
+
+    def with_directory(self, directory: Path | None) -> "CheckpointOptions":
+        """The same options writing the file level into ``directory`` (None: no file level)."""
+        return CheckpointOptions(self.redundancy, self.domains, directory, self.file_every)
+
+
+def checkpoint_options(grid: str, spares: str, redundancy: str | None = None, domains: str | None = None,
+                       directory: str | Path | None = None, file_every: int | None = None,
+                       nodes_as: "NodeOptions | None" = None, need_directory: bool = True) -> CheckpointOptions:
+    """Check a run's checkpoint options before anything starts, as the runtime will
+    (SLIDING_ERR_REDUNDANCY, SLIDING_ERR_CHECKPOINT_DIR), one line each: the policy
+    (core.parse_redundancy: M >= G, G < 2), a group larger than the node ranks, the domain box
+    (core.parse_domain_shape), domains given both as a box and by the coordinate file of
+    ``nodes_as``, domains in which no placement survives the loss of one (core.groups or
+    core.buddy_shift on the first map), ``file_every`` below 1, and (``need_directory``) a
+    directory that is not a writable folder. Raises FtslideError. Cost O(ranks log ranks) and a
+    read of the coordinate file."""
+    layout = make_layout(grid, spares)
+    policy = parse_redundancy(redundancy) if redundancy is not None else None
+    if policy is not None and policy.kind != "buddy" and policy.group > layout.ranks:
+        raise FtslideError(f"--redundancy {redundancy}: a group of {policy.group} nodes is larger than the "
+                           f"{layout.ranks} nodes holding ranks on {grid} with spares {spares}: choose G <= "
+                           f"{layout.ranks}")
+    if policy is not None and policy.kind != "buddy" and 2 * policy.group - 1 > CODE_MAX_CHUNKS:
+        raise FtslideError(f"--redundancy {redundancy}: groups of up to {2 * policy.group - 1} nodes exceed the "
+                           f"erasure code's {CODE_MAX_CHUNKS} chunks: choose G <= {(CODE_MAX_CHUNKS + 1) // 2}")
+    domain_of_node = None
+    if domains is not None:
+        if nodes_as is not None and nodes_as.coords is not None and \
+                node_domains(nodes_as.coords, layout, [str(n) for n in range(layout.nodes)]) is not None:
+            raise FtslideError(f"--domains {domains}: the node coordinate file {nodes_as.coords} already names "
+                               "domains (domain=LABEL): give one or the other")
+        domain_of_node = block_domains(layout, parse_domain_shape(layout, domains))[0]
+    elif nodes_as is not None and nodes_as.coords is not None:
+        found = node_domains(nodes_as.coords, layout, [str(n) for n in range(layout.nodes)])
+        domain_of_node = found[0] if found is not None else None
+    if domain_of_node is not None:
+        where = f"--domains {domains}" if domains is not None else f"the domains of {nodes_as.coords}"
+        initial = layout.initial_map()
+        try:
+            if policy is None or policy.kind == "buddy":
+                if layout.ranks > 1:
+                    buddy_shift(layout, initial, domain_of_node)
+            else:
+                groups(layout, initial, domain_of_node, policy.group, policy.lose)
+        except SlideError as exc:
+            raise FtslideError(f"{where} with {policy or 'buddy'}: {exc}") from None
+    if file_every is not None and (isinstance(file_every, bool) or not isinstance(file_every, int)
+                                   or file_every < 1):
+        raise FtslideError(f"--file-every must be a count of at least 1, not {file_every!r}")
+    path = Path(directory) if directory is not None else None
+    if path is not None and need_directory:
+        if not path.is_dir():
+            raise FtslideError(f"--checkpoint-dir {path}: no such folder: create it first")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise FtslideError(f"--checkpoint-dir {path}: the folder is not writable: choose another")
+    return CheckpointOptions(redundancy, domains, path, file_every)
+
+
 def check_node_coords(path: Path, layout, names: Sequence[str]) -> list[int]:
     """The grid node of each named node according to the coordinate file at ``path``
-    (sliding_nodes.h, read by the runtime's own C reader). Raises FtslideError naming the line or
-    the node at fault. Cost O(file size + nodes^2)."""
+    (sliding_nodes.h, read by the runtime's own C reader; a file with ``domain=LABEL`` fields reads
+    too). Raises FtslideError naming the line or the node at fault. Cost O(file size + nodes^2)."""
+    return _read_node_coords(path, layout, names)[0]
+
+
+def node_domains(path: Path, layout, names: Sequence[str]) -> tuple[list[int], int] | None:
+    """The failure domains the coordinate file at ``path`` gives: ``(domain_of_node, ndomains)`` with
+    ``domain_of_node[n]`` the domain of grid node id ``n`` (labels numbered in the order they first
+    appear), or None when its lines have no ``domain=LABEL`` field. Checks the file as
+    :func:`check_node_coords` does (sliding_nodes_read_domains()); raises FtslideError naming the line
+    or the node at fault. Cost O(file size + nodes^2 + nodes x domains)."""
+    _, domains, count = _read_node_coords(path, layout, names)
+    return (domains, count) if count > 0 else None
+
+
+def _read_node_coords(path: Path, layout, names: Sequence[str]) -> tuple[list[int], list[int], int]:
     sizes = (ctypes.c_int32 * 3)(*(list(layout.grid.sizes) + [1] * (3 - len(layout.grid.sizes))))
     cnames = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
     out = (ctypes.c_int32 * len(names))()
+    domains = (ctypes.c_int32 * len(names))()
+    count = ctypes.c_int32(0)
     where = ctypes.c_int32(0)
-    rc = _lib().sliding_nodes_read(str(path).encode(), len(layout.grid.sizes), sizes, len(names), cnames, out,
-                                   ctypes.byref(where))
+    rc = _lib().sliding_nodes_read_domains(str(path).encode(), len(layout.grid.sizes), sizes, len(names), cnames,
+                                           out, domains, ctypes.byref(count), ctypes.byref(where))
     if rc != 0:
         message = _lib().sliding_strerror(rc).decode()
         if where.value > 0:
-            raise FtslideError(f"node coordinate file {path}, line {where.value}: {message}")
+            raise FtslideError(f"node coordinate file {path}, line {where.value}: {message}"
+                               f"{_domain_hint(path)}")
         if where.value < 0:
             raise FtslideError(f"node coordinate file {path} does not name node {names[-where.value - 1]!r}: "
                                f"{message}")
         raise FtslideError(f"cannot read node coordinate file {path}: give a readable file ({message})")
-    return list(out)
+    return list(out), list(domains), count.value
+
+
+def _domain_hint(path: Path) -> str:
+    """What a file with domain fields must also respect (the runtime's message predates them)."""
+    try:
+        uses_domains = "domain=" in Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "; a domain=LABEL field (a non-empty label) ends every line or none" if uses_domains else ""
 
 
 def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple[int, str]] = (),
@@ -356,14 +477,16 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
         program: Sequence[str] | None = None, stacks_on_timeout: bool = False,
         env: dict[str, str] | None = None, wrap: Callable[[list[str]], list[str]] | None = None,
         mpirun_options: Sequence[str] = (), nodes_as: NodeOptions = NodeOptions(), app: str = "jacobi3d",
-        size: Sequence[int] | None = None) -> StencilRun:
+        size: Sequence[int] | None = None, checkpoints: CheckpointOptions = CheckpointOptions()) -> StencilRun:
     """Run example ``app`` with SIGKILL at the named (node, point) pairs; each kill takes the whole node.
 
     ``size`` is the problem size the application takes before ITERATIONS (jacobi3d: N, default
     ``(n,)``; heat2d: NX NY, default DEFAULT_SIZE). ``program`` is the argv of :func:`build` for
     ``app`` (default: its C program); a Python one gets
     :func:`python_environment`, exported to every node with mpirun's ``-x``. ``nodes_as`` says how
-    many processes run per node and how they form nodes (one per node unless told); ``env`` adds to
+    many processes run per node and how they form nodes (one per node unless told), ``checkpoints``
+    how the runtime keeps its checkpoints (checkpoint_options checks them; the runtime's defaults
+    unless told); ``env`` adds to
     the launch's environment, ``mpirun_options`` go to mpirun, and ``wrap`` turns the mpirun argv
     into the one to run (mpi.run). Returns what :func:`parse` reads.
     Raises FtslideError for a bad layout, method, kill, size or application (check_app) before
@@ -387,10 +510,11 @@ def run(prefix: Path, grid: str, spares: str, method: str, kills: Sequence[tuple
         mpirun_options = [*mpirun_options, *(arg for name in python for arg in ("-x", name))]
     if kills:
         env["FTSLIDE_KILL"] = ",".join(f"{node}@{point}" for node, point in kills)
+    runtime_options = [*nodes_as.program_options(), *checkpoints.program_options()]
     if app in CHECKPOINT_OPTION:
-        options, last = [*nodes_as.program_options(), CHECKPOINT_OPTION[app], str(checkpoint_every)], []
+        options, last = [*runtime_options, CHECKPOINT_OPTION[app], str(checkpoint_every)], []
     else:
-        options, last = nodes_as.program_options(), [str(checkpoint_every)]
+        options, last = runtime_options, [str(checkpoint_every)]
     result = mpi.run(prefix, [*mpirun_options, "-np", str(nodes * nodes_as.ranks_per_node), *program,
                               *options, grid, spares, method, *map(str, size), str(iterations), *last],
                      timeout=timeout, env=env, stacks_on_timeout=stacks_on_timeout, wrap=wrap)

@@ -2,26 +2,26 @@
  * jacobi3d: a 3D Jacobi 7-point stencil that survives node failures with the
  * sliding runtime (sliding.h).
  *
- * Usage: jacobi3d [OPTIONS] GRID SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]
+ * Usage: jacobi3d [RUNTIME OPTIONS] GRID SPARES METHOD [N [ITERATIONS [INTERVAL]]]
  *   GRID     node grid with spares, 3D (torus:3x2x2) or 2D (mesh:4x3: the
  *            nodes form one layer, as in AxBx1)
  *   SPARES   spare layout, e.g. x:1
  *   METHOD   simple, slide1d, slide2d, hybrid or routed
  *   N        points per rank and dimension (default 8)
- * Options (sliding_create_info's info keys, sliding.h), for K processes per
- * node (the process count is K times the grid's nodes):
- *   --block AxBxC      the block of ranks each node runs (default: the
- *                      runtime's most even split of K)
- *   --emulate-nodes K  every K consecutive processes form a node (node key
- *                      rank / K): several nodes on one machine; without it,
- *                      nodes are the processes that share memory
- *   --node-coords FILE the grid coordinates of the nodes (sliding_nodes.h)
+ *   ITERATIONS  default 40
+ *   INTERVAL a checkpoint every INTERVAL iterations (default: the runtime's
+ *            --checkpoint-every, itself 5 by default)
+ * The runtime takes GRID SPARES METHOD and its options off the command line
+ * (sliding_create_args, sliding.h): --block AxB[xC], --emulate-nodes K,
+ * --node-coords FILE, --checkpoint-every N, --redundancy POLICY,
+ * --domains AxB[xC], --checkpoint-dir DIR, --file-every N. With K processes
+ * per node the process count is K times the grid's nodes.
  *
  * Each rank owns an N^3 block of a global field, periodic on a torus and with
  * zero boundaries on a mesh. On a 2D node grid the third dimension is the
  * block's own: periodic onto itself on a torus, zero boundaries on a mesh.
  * Every iteration exchanges the six faces with the Cartesian neighbours and
- * averages them. A checkpoint is taken every CHECKPOINT_EVERY iterations;
+ * averages them. A checkpoint is taken every INTERVAL iterations;
  * after a recovery every rank resumes from it.
  * At the end the blocks' sums are gathered to rank 0 and added in rank
  * order, so a run with failures must print the same checksum, bit for bit, as
@@ -186,69 +186,36 @@ static void fail(sliding_t *s, const char *what, int status)
     exit(3);
 }
 
-/* The options before GRID, into info; the index of GRID, or -1 on a bad option. */
-static int options(int argc, char **argv, int size, MPI_Info info)
-{
-    int i = 1;
-    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-        if (strcmp(argv[i], "--block") == 0) {
-            MPI_Info_set(info, SLIDING_INFO_BLOCK, argv[i + 1]);
-        } else if (strcmp(argv[i], "--node-coords") == 0) {
-            MPI_Info_set(info, SLIDING_INFO_NODE_COORDS, argv[i + 1]);
-        } else if (strcmp(argv[i], "--emulate-nodes") == 0) {
-            int rank, k = atoi(argv[i + 1]);
-            char key[32];
-            if (k < 1 || k > size) {
-                return -1;
-            }
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            snprintf(key, sizeof key, "%d", rank / k);
-            MPI_Info_set(info, SLIDING_INFO_NODE_KEY, key);
-        } else {
-            return -1;
-        }
-    }
-    return i;
-}
+#define USAGE                                                                                           \
+    "usage: jacobi3d [RUNTIME OPTIONS] GRID SPARES METHOD [N [ITERATIONS [INTERVAL]]]; runtime options " \
+    "(sliding.h): --block AxB[xC] --emulate-nodes K --node-coords FILE --checkpoint-every N "            \
+    "--redundancy POLICY --domains AxB[xC] --checkpoint-dir DIR --file-every N"
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int world_rank, size;
+    sliding_t *s = NULL;
+    int rc = sliding_create_args(MPI_COMM_WORLD, &argc, &argv, &s); /* leaves N ITERATIONS INTERVAL */
+    int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Info info;
-    MPI_Info_create(&info);
-    int first = options(argc, argv, size, info);
-    if (first < 0 || argc - first < 3) {
-        if (world_rank == 0) {
-            fprintf(stderr, "usage: jacobi3d [--block AxBxC] [--emulate-nodes K] [--node-coords FILE] GRID SPARES "
-                            "METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]\n");
+    if (rc != SLIDING_OK) { /* bad arguments, or a layout the runtime refuses: one line, exit 2 */
+        if (rc != SLIDING_ERR_ARG) {
+            sliding_report_error(NULL, "jacobi3d", "create", rc);
+        } else if (world_rank == 0) {
+            fprintf(stderr, "jacobi3d: error step=arguments status=ERR_ARG message=" USAGE "\n");
         }
-        MPI_Info_free(&info);
         MPI_Finalize();
         return 2;
     }
-    char **arg = argv + first;
-    int nargs = argc - first;
-    field_t f = {.n = nargs > 3 ? atoi(arg[3]) : 8};
-    int iterations = nargs > 4 ? atoi(arg[4]) : 40, every = nargs > 5 ? atoi(arg[5]) : 5;
-    if (f.n < 1 || iterations < 1 || every < 1) {
+    char **arg = argv + 1;
+    int nargs = argc - 1;
+    field_t f = {.n = nargs > 0 ? atoi(arg[0]) : 8};
+    int iterations = nargs > 1 ? atoi(arg[1]) : 40, every = nargs > 2 ? atoi(arg[2]) : 0;
+    if (f.n < 1 || iterations < 1 || (nargs > 2 && every < 1)) {
         if (world_rank == 0) {
-            fprintf(stderr, "jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY must be at least 1\n");
+            fprintf(stderr, "jacobi3d: error step=arguments message=N, ITERATIONS and INTERVAL must be at least 1\n");
         }
-        MPI_Info_free(&info);
-        MPI_Finalize();
-        return 2;
-    }
-    sliding_t *s;
-    int rc = sliding_create_info(MPI_COMM_WORLD, arg[0], arg[1], arg[2], info, &s);
-    MPI_Info_free(&info);
-    if (rc != SLIDING_OK) {
-        if (world_rank == 0) {
-            fprintf(stderr, "jacobi3d: error step=create status=%s message=%s (grid %s, spares %s, method %s)\n",
-                    sliding_status_name(rc), sliding_strerror(rc), arg[0], arg[1], arg[2]);
-        }
+        sliding_free(s);
         MPI_Finalize();
         return 2;
     }
@@ -297,7 +264,7 @@ int main(int argc, char **argv)
                         fflush(stdout);
                     }
                 }
-                if (it % every == 0 && it < iterations) {
+                if ((every ? it % every == 0 : sliding_checkpoint_due(s, it)) && it < iterations) {
                     memcpy(saved, f.u, cells * sizeof(double));
                     rc = sliding_checkpoint(s, it);
                 }

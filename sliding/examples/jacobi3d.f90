@@ -1,5 +1,6 @@
 ! jacobi3d.f90: jacobi3d.c in Fortran, through the module `sliding`
-! (sliding/fortran/sliding.f90): the same arguments and options, the same
+! (sliding/fortran/sliding.f90): the same arguments and options (the runtime's,
+! read by sliding_create_from_command_line, then N ITERATIONS INTERVAL), the same
 ! arithmetic in the same order (so the same checksum, bit for bit), the same
 ! "jacobi3d: EVENT KEY=VALUE ..." lines, the same exit statuses. See
 ! jacobi3d.c's header for what it computes and prints.
@@ -13,12 +14,10 @@ program jacobi3d
     use sliding
     implicit none
 
-    integer :: n, iterations, every, world_rank, world_size, first, nargs, rc, status, role, it, rank
+    integer :: n, iterations, every, world_rank, first, nargs, rc, status, role, it, rank
     integer(int64) :: version
-    character(len=4096) :: arg(6)
-    character(len=:), allocatable :: block, coords
-    integer, allocatable :: key
-    logical :: report_times, ok
+    character(len=4096) :: arg(3)
+    logical :: report_times
     type(sliding_t) :: s
     type(MPI_Comm) :: cart
     real(real64), allocatable, target :: a(:,:,:), b(:,:,:), saved(:,:,:)
@@ -29,42 +28,35 @@ program jacobi3d
 
     call MPI_Init()
     call MPI_Comm_rank(MPI_COMM_WORLD, world_rank)
-    call MPI_Comm_size(MPI_COMM_WORLD, world_size)
-    call options(first, ok)
-    nargs = command_argument_count() - first + 1
-    if (.not. ok .or. nargs < 3) then
-        if (world_rank == 0) then
-            write(error_unit, '(a)') 'usage: jacobi3d [--block AxBxC] [--emulate-nodes K] [--node-coords FILE] GRID ' &
-                // 'SPARES METHOD [N [ITERATIONS [CHECKPOINT_EVERY]]]'
+    rc = sliding_create_from_command_line(MPI_COMM_WORLD, s, first) ! first: the index of N
+    if (rc /= SLIDING_OK) then ! bad arguments, or a layout the runtime refuses: one line, exit 2
+        if (rc /= SLIDING_ERR_ARG) then
+            call sliding_report_error(s, 'jacobi3d', 'create', rc)
+        else if (world_rank == 0) then
+            write(error_unit, '(a)') 'jacobi3d: error step=arguments status=ERR_ARG message=usage: jacobi3d ' &
+                // '[RUNTIME OPTIONS] GRID SPARES METHOD [N [ITERATIONS [INTERVAL]]]; runtime options (sliding.h): ' &
+                // '--block AxB[xC] --emulate-nodes K --node-coords FILE --checkpoint-every N --redundancy POLICY ' &
+                // '--domains AxB[xC] --checkpoint-dir DIR --file-every N'
         end if
         call MPI_Finalize()
         stop 2, quiet=.true.
     end if
-    do it = 1, min(nargs, 6)
+    nargs = command_argument_count() - first + 1
+    do it = 1, min(nargs, 3)
         call get_command_argument(first + it - 1, arg(it))
     end do
     n = 8
     iterations = 40
-    every = 5
-    if (nargs > 3) n = atoi(arg(4))
-    if (nargs > 4) iterations = atoi(arg(5))
-    if (nargs > 5) every = atoi(arg(6))
-    if (n < 1 .or. iterations < 1 .or. every < 1) then
+    every = 0 ! no INTERVAL: the runtime's --checkpoint-every (sliding_checkpoint_due)
+    if (nargs > 0) n = atoi(arg(1))
+    if (nargs > 1) iterations = atoi(arg(2))
+    if (nargs > 2) every = atoi(arg(3))
+    if (n < 1 .or. iterations < 1 .or. (nargs > 2 .and. every < 1)) then
         if (world_rank == 0) then
-            write(error_unit, '(a)') 'jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY ' &
+            write(error_unit, '(a)') 'jacobi3d: error step=arguments message=N, ITERATIONS and INTERVAL ' &
                 // 'must be at least 1'
         end if
-        call MPI_Finalize()
-        stop 2, quiet=.true.
-    end if
-    ! An option not given is an unallocated variable: the module's optional argument is absent.
-    rc = sliding_create(MPI_COMM_WORLD, arg(1), arg(2), arg(3), s, block=block, node_key=key, node_coords=coords)
-    if (rc /= SLIDING_OK) then
-        if (world_rank == 0) then
-            write(error_unit, '(12a)') 'jacobi3d: error step=create status=', sliding_status_name(rc), ' message=', &
-                sliding_strerror(rc), ' (grid ', trim(arg(1)), ', spares ', trim(arg(2)), ', method ', &
-                trim(arg(3)), ')'
-        end if
+        call sliding_free(s)
         call MPI_Finalize()
         stop 2, quiet=.true.
     end if
@@ -112,7 +104,8 @@ program jacobi3d
                         flush(output_unit)
                     end if
                 end if
-                if (mod(it, every) == 0 .and. it < iterations) then
+                if (merge(mod(it, max(every, 1)) == 0, sliding_checkpoint_due(s, it), every > 0) &
+                    .and. it < iterations) then
                     saved = u
                     rc = sliding_checkpoint(s, int(it, int64))
                 end if
@@ -152,37 +145,6 @@ contains
         read(text, *, iostat=ios) atoi
         if (ios /= 0) atoi = 0
     end function
-
-    ! The options before GRID (jacobi3d.c's): first is the index of GRID; ok is false on a bad option.
-    subroutine options(first, ok)
-        integer, intent(out) :: first
-        logical, intent(out) :: ok
-        character(len=4096) :: name, value
-        integer :: k
-        ok = .true.
-        first = 1
-        do while (first + 1 <= command_argument_count())
-            call get_command_argument(first, name)
-            if (name(1:2) /= '--') exit
-            call get_command_argument(first + 1, value)
-            if (name == '--block') then
-                block = trim(value)
-            else if (name == '--node-coords') then
-                coords = trim(value)
-            else if (name == '--emulate-nodes') then
-                k = atoi(value)
-                if (k < 1 .or. k > world_size) then
-                    ok = .false.
-                    return
-                end if
-                key = world_rank / k
-            else
-                ok = .false.
-                return
-            end if
-            first = first + 2
-        end do
-    end subroutine
 
     subroutine initial_values()
         integer :: cart_rank, ndims, coords3(3), i, j, k

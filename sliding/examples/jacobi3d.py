@@ -1,6 +1,7 @@
 """jacobi3d.py: jacobi3d.c in Python, with numpy and mpi4py, through the binding sliding/python/sliding.py.
 
-The same arguments and options, the same arithmetic in the same order, the same
+The same arguments and options (the runtime's, read by ``Sliding.from_args``, then N ITERATIONS
+INTERVAL), the same arithmetic in the same order, the same
 ``jacobi3d: EVENT KEY=VALUE`` lines and exit statuses; see jacobi3d.c's header for what it
 computes and prints. A rank's block is the numpy array u[i, j, k] (k varies fastest, as in C).
 The sweep adds the six neighbours in C's order, element by element, and the sums run in C's
@@ -24,8 +25,9 @@ from mpi4py import MPI
 
 import sliding
 
-USAGE = ("usage: jacobi3d [--block AxBxC] [--emulate-nodes K] [--node-coords FILE] GRID SPARES METHOD "
-         "[N [ITERATIONS [CHECKPOINT_EVERY]]]")
+USAGE = ("usage: jacobi3d [RUNTIME OPTIONS] GRID SPARES METHOD [N [ITERATIONS [INTERVAL]]]; runtime options "
+         "(sliding.h): --block AxB[xC] --emulate-nodes K --node-coords FILE --checkpoint-every N "
+         "--redundancy POLICY --domains AxB[xC] --checkpoint-dir DIR --file-every N")
 
 
 def atoi(text: str) -> int:
@@ -34,27 +36,6 @@ def atoi(text: str) -> int:
         return int(text)
     except ValueError:
         return 0
-
-
-def options(argv: list[str], size: int, rank: int) -> tuple[int, dict[str, object]] | None:
-    """The options before GRID as Sliding's keywords, and the index of GRID; None on a bad option."""
-    keywords: dict[str, object] = {}
-    i = 1
-    while i + 1 < len(argv) and argv[i].startswith("--"):
-        name, value = argv[i], argv[i + 1]
-        if name == "--block":
-            keywords["block"] = value
-        elif name == "--node-coords":
-            keywords["node_coords"] = value
-        elif name == "--emulate-nodes":
-            k = atoi(value)
-            if k < 1 or k > size:
-                return None
-            keywords["node_key"] = rank // k
-        else:
-            return None
-        i += 2
-    return i, keywords
 
 
 class Field:
@@ -122,29 +103,23 @@ def fail(s: sliding.Sliding, step: str, error: sliding.SlidingError) -> None:
 
 
 def main(argv: list[str]) -> int:
-    world = MPI.COMM_WORLD
-    world_rank, size = world.Get_rank(), world.Get_size()
-    parsed = options(argv, size, world_rank)
-    if parsed is None or len(argv) - parsed[0] < 3:
-        if world_rank == 0:
-            print(USAGE, file=sys.stderr, flush=True)
-        return 2
-    first, keywords = parsed
-    arg = argv[first:]
-    n = atoi(arg[3]) if len(arg) > 3 else 8
-    iterations = atoi(arg[4]) if len(arg) > 4 else 40
-    every = atoi(arg[5]) if len(arg) > 5 else 5
-    if n < 1 or iterations < 1 or every < 1:
-        if world_rank == 0:
-            print("jacobi3d: error step=arguments message=N, ITERATIONS and CHECKPOINT_EVERY must be at least 1",
-                  file=sys.stderr, flush=True)
-        return 2
+    world_rank = MPI.COMM_WORLD.Get_rank()
     try:
-        s = sliding.Sliding(world, arg[0], arg[1], arg[2], **keywords)
-    except sliding.SlidingError as exc:
+        s, rest = sliding.Sliding.from_args(MPI.COMM_WORLD, argv)  # rest: N ITERATIONS INTERVAL
+    except sliding.SlidingError as exc:  # bad arguments, or a layout the runtime refuses: one line, exit 2
         if world_rank == 0:
-            print(f"jacobi3d: error step=create status={exc.status.name} message={exc.message} "
-                  f"(grid {arg[0]}, spares {arg[1]}, method {arg[2]})", file=sys.stderr, flush=True)
+            step, message = ("arguments", USAGE) if exc.status == sliding.Status.ERR_ARG else ("create", exc.message)
+            print(f"jacobi3d: error step={step} status={exc.status.name} message={message}", file=sys.stderr,
+                  flush=True)
+        return 2
+    n = atoi(rest[0]) if len(rest) > 0 else 8
+    iterations = atoi(rest[1]) if len(rest) > 1 else 40
+    every = atoi(rest[2]) if len(rest) > 2 else 0  # none: the runtime's --checkpoint-every (checkpoint_due)
+    if n < 1 or iterations < 1 or (len(rest) > 2 and every < 1):
+        if world_rank == 0:
+            print("jacobi3d: error step=arguments message=N, ITERATIONS and INTERVAL must be at least 1",
+                  file=sys.stderr, flush=True)
+        s.free()
         return 2
     f = Field(n)
     # u changes identity at every sweep (swap): register a stable array and copy into it around
@@ -182,7 +157,7 @@ def main(argv: list[str]) -> int:
             it += 1
             if report_times and cart.Get_rank() == 0:
                 print(f"jacobi3d: iteration number={it} time={MPI.Wtime():.6f}", flush=True)
-            if it % every == 0 and it < iterations:
+            if (it % every == 0 if every else s.checkpoint_due(it)) and it < iterations:
                 saved[...] = f.u
                 s.checkpoint(it)
             continue

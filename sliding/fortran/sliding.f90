@@ -65,7 +65,8 @@
 ! with SLIDING_ERR_NOT_CONTIGUOUS, since a copy would not see the recoveries.
 !
 ! The optional arguments of sliding_create are the info keys of
-! sliding_create_info (block, node_key, node_coords), which the C side builds
+! sliding_create_info (block, node_key, node_coords, redundancy, domains),
+! which the C side builds
 ! into an MPI_Info (sliding_fortran.c, through sliding_create_options); that C
 ! side does every conversion of an MPI handle too. Fortran has no argv to
 ! edit: sliding_create_from_command_line hands the arguments that
@@ -136,12 +137,12 @@ module sliding
     end interface
 
     interface
-        integer(c_int) function c_create(comm, grid, spares, method, block, node_key, node_coords, out) &
-                bind(c, name='sliding_fortran_create')
+        integer(c_int) function c_create(comm, grid, spares, method, block, node_key, node_coords, redundancy, &
+                                         domains, out) bind(c, name='sliding_fortran_create')
             import :: c_int, c_char, c_ptr
             integer(c_int), intent(in) :: comm
             character(kind=c_char), dimension(*), intent(in) :: grid, spares, method
-            type(c_ptr), value :: block, node_key, node_coords
+            type(c_ptr), value :: block, node_key, node_coords, redundancy, domains
             type(c_ptr), intent(out) :: out
         end function
         integer(c_int) function c_create_args(comm, argc, text, first, out) bind(c, name='sliding_fortran_create_args')
@@ -279,20 +280,25 @@ contains
 
     ! sliding_create_info(comm, grid, spares, method, info, s) with the info
     ! keys given: block ('2x2x1'), node_key (same key, same node), node_coords
-    ! (the path of a node coordinate file). Collective over comm.
-    integer function sliding_create(comm, grid, spares, method, s, block, node_key, node_coords) result(status)
+    ! (the path of a node coordinate file), redundancy ('buddy', 'parity:G',
+    ! 'rs:G,M'), domains ('2x2x1': failure domains as boxes of nodes).
+    ! Collective over comm.
+    integer function sliding_create(comm, grid, spares, method, s, block, node_key, node_coords, redundancy, &
+                                    domains) result(status)
         type(MPI_Comm), intent(in) :: comm
         character(*), intent(in) :: grid, spares, method
         type(sliding_t), intent(out) :: s
-        character(*), intent(in), optional :: block, node_coords
+        character(*), intent(in), optional :: block, node_coords, redundancy, domains
         integer, intent(in), optional :: node_key
-        character(len=:, kind=c_char), allocatable, target :: c_block, c_coords
+        character(len=:, kind=c_char), allocatable, target :: c_block, c_coords, c_redundancy, c_domains
         integer(c_int), target :: c_key
-        type(c_ptr) :: block_ptr, key_ptr, coords_ptr
+        type(c_ptr) :: block_ptr, key_ptr, coords_ptr, redundancy_ptr, domains_ptr
 
         block_ptr = c_null_ptr
         key_ptr = c_null_ptr
         coords_ptr = c_null_ptr
+        redundancy_ptr = c_null_ptr
+        domains_ptr = c_null_ptr
         if (present(block)) then
             c_block = trim(block) // c_null_char
             block_ptr = c_loc(c_block)
@@ -305,13 +311,23 @@ contains
             c_coords = trim(node_coords) // c_null_char
             coords_ptr = c_loc(c_coords)
         end if
+        if (present(redundancy)) then
+            c_redundancy = trim(redundancy) // c_null_char
+            redundancy_ptr = c_loc(c_redundancy)
+        end if
+        if (present(domains)) then
+            c_domains = trim(domains) // c_null_char
+            domains_ptr = c_loc(c_domains)
+        end if
         status = c_create(comm%MPI_VAL, trim(grid) // c_null_char, trim(spares) // c_null_char, &
-                          trim(method) // c_null_char, block_ptr, key_ptr, coords_ptr, s%ptr)
+                          trim(method) // c_null_char, block_ptr, key_ptr, coords_ptr, redundancy_ptr, &
+                          domains_ptr, s%ptr)
     end function
 
     ! sliding_create_args (sliding.h) over this program's command line, as
     ! get_command_argument reads it: the runtime's options (--block AxB[xC],
-    ! --emulate-nodes K, --node-coords FILE, --checkpoint-every N), then GRID
+    ! --emulate-nodes K, --node-coords FILE, --checkpoint-every N,
+    ! --redundancy POLICY, --domains AxB[xC]), then GRID
     ! SPARES METHOD. first is the index (for get_command_argument) of the first
     ! argument after METHOD, command_argument_count() + 1 if there is none; 0
     ! on a failure. SLIDING_ERR_ARG at every process if GRID SPARES METHOD are

@@ -27,9 +27,11 @@
 
 /* The optional arguments are NULL when the Fortran caller left them out. */
 int sliding_fortran_create(const MPI_Fint *comm, const char *grid, const char *spares, const char *method,
-                           const char *block, const int *node_key, const char *node_coords, sliding_t **out)
+                           const char *block, const int *node_key, const char *node_coords,
+                           const char *redundancy, const char *domains, sliding_t **out)
 {
-    return sliding_create_options(MPI_Comm_f2c(*comm), grid, spares, method, block, node_key, node_coords, out);
+    return sliding_create_options(MPI_Comm_f2c(*comm), grid, spares, method, block, node_key, node_coords,
+                                  redundancy, domains, out);
 }
 
 /* sliding_create_args on the Fortran program's command line: text holds its

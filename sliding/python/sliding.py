@@ -102,7 +102,7 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes
 _SIGNATURES = {
     "sliding_create_options": (ctypes.c_int, [_comm, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                               ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
-                                              ctypes.POINTER(ctypes.c_void_p)]),
+                                              ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),
     "sliding_create_args": (ctypes.c_int, [_comm, ctypes.POINTER(ctypes.c_int),
                                            ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
                                            ctypes.POINTER(ctypes.c_void_p)]),
@@ -206,17 +206,21 @@ def _cart(handle: ctypes.c_void_p) -> MPI.Cartcomm:
 class Sliding:
     """One instance of the runtime over ``comm`` (sliding_create_options): a node grid with spares,
     a method, and the info keys as keywords: ``block`` ("2x2x1"), ``node_key`` (an int: same key,
-    same node), ``node_coords`` (the path of a node coordinate file). Collective over ``comm``;
-    raises SlidingError with the status every process returns."""
+    same node), ``node_coords`` (the path of a node coordinate file), ``redundancy`` ("buddy",
+    "parity:G", "rs:G,M"), ``domains`` ("2x2x1": failure domains as boxes of nodes). Collective
+    over ``comm``; raises SlidingError with the status every process returns."""
 
     def __init__(self, comm: MPI.Comm, grid: str, spares: str, method: str, *, block: str | None = None,
-                 node_key: int | None = None, node_coords: str | os.PathLike[str] | None = None) -> None:
+                 node_key: int | None = None, node_coords: str | os.PathLike[str] | None = None,
+                 redundancy: str | None = None, domains: str | None = None) -> None:
         self._empty()
         key = ctypes.c_int(node_key) if node_key is not None else None
         _check(library().sliding_create_options(
             MPI._handleof(comm), grid.encode(), spares.encode(), method.encode(),
             block.encode() if block is not None else None, ctypes.byref(key) if key is not None else None,
-            os.fsencode(node_coords) if node_coords is not None else None, ctypes.byref(self._s)))
+            os.fsencode(node_coords) if node_coords is not None else None,
+            redundancy.encode() if redundancy is not None else None,
+            domains.encode() if domains is not None else None, ctypes.byref(self._s)))
 
     def _empty(self) -> None:
         self._arrays: list[np.ndarray] = []  # registered: kept alive as long as the runtime writes into them
@@ -228,7 +232,8 @@ class Sliding:
     def from_args(cls, comm: MPI.Comm, argv: Sequence[str]) -> tuple[Sliding, list[str]]:
         """sliding_create_args: ``argv`` as ``sys.argv`` (the program's name first), its runtime
         options (``--block AxB[xC]``, ``--emulate-nodes K``, ``--node-coords FILE``,
-        ``--checkpoint-every N``) and then GRID SPARES METHOD read by the C runtime, which alone
+        ``--checkpoint-every N``, ``--redundancy POLICY``, ``--domains AxB[xC]``) and then GRID
+        SPARES METHOD read by the C runtime, which alone
         knows them. Returns the runtime and the arguments after METHOD. Collective over ``comm``;
         SlidingError with the status every process returns: ``ERR_ARG`` when GRID SPARES METHOD are
         missing or an option is unknown or lacks its value, ``ERR_INFO`` for a bad value (a

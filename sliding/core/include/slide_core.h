@@ -251,7 +251,12 @@ typedef enum slide_status {
     SLIDE_ETOPO_SIZE = 18,     /* a size of 0, or too many hosts or links */
     SLIDE_EORDER = 19,         /* routing order is not a permutation of the dimensions */
     SLIDE_ETOPO_FIT = 20,      /* the grid has more nodes than the topology has hosts */
-    SLIDE_EBLOCK = 21          /* a block of ranks per node that is not AxB[xC] for the grid */
+    SLIDE_EBLOCK = 21,         /* a block of ranks per node that is not AxB[xC] for the grid */
+    SLIDE_EDOMAIN_SHAPE = 22,  /* a failure-domain box that is not AxB[xC] within the grid */
+    SLIDE_EREDUNDANCY = 23,    /* a redundancy policy that is not buddy | parity:G | rs:G,M */
+    SLIDE_EGROUP = 24,         /* group size G < 2, or M (members a group may lose) not in 1..G-1 */
+    SLIDE_EGROUP_RANKS = 25,   /* group size larger than the node ranks */
+    SLIDE_ENOPLACEMENT = 26    /* a failure domain holds too many node ranks: no placement survives its loss */
 } slide_status;
 
 typedef enum slide_method {
@@ -612,9 +617,115 @@ int slide_block_measure(const slide_layout *lay, const int32_t block[SLIDE_MAX_D
                         const int32_t *rank_to_node, int stencil_periodic, slide_metrics *out,
                         void *work, size_t work_bytes);
 
+/* ---- redundancy across failure domains ----------------------------------- *
+ *
+ * A checkpoint kept in memory survives a node's loss only if its redundancy
+ * (a buddy's copy, a group's parity) sits on other nodes; nodes that fail
+ * together (a board, a chassis, a leaf switch) form a FAILURE DOMAIN, and the
+ * redundancy is placed so that losing any one whole domain loses no data.
+ * A domain assignment is domain_of_node[n] in 0..ndomains-1 for every node n
+ * of the grid, spares included (spares are physical nodes too); NULL where a
+ * function accepts it means every node is a domain of its own. Everything
+ * below works on NODE RANKS and a rank-to-node map (slide_map()'s), so the
+ * placement follows the map after every slide; it is a pure function of its
+ * arguments: every process computes the same from the same map. */
+
+/* Redundancy policies (slide_redundancy_parse()). */
+typedef enum slide_redundancy_kind {
+    SLIDE_REDUNDANCY_BUDDY = 0,  /* "buddy": a full copy on one other node */
+    SLIDE_REDUNDANCY_PARITY = 1, /* "parity:G": groups of G, any 1 member may be lost */
+    SLIDE_REDUNDANCY_RS = 2      /* "rs:G,M": groups of G, any M members may be lost */
+} slide_redundancy_kind;
+
+typedef struct slide_redundancy {
+    int32_t kind;   /* slide_redundancy_kind */
+    int32_t group;  /* G: nodes per group (2 for buddy) */
+    int32_t lose;   /* M: members of a group that may be lost (1 for buddy and parity) */
+} slide_redundancy;
+
+/* Parse a redundancy policy: "buddy", "parity:G" or "rs:G,M" (decimal,
+ * exact, lower case). Checks G >= 2 and 1 <= M < G; whether G fits the node
+ * ranks is slide_groups()'s check. Output: *out (untouched on error). Cost
+ * O(strlen). Errors: SLIDE_EINVAL (NULL), SLIDE_EREDUNDANCY (syntax, a number
+ * above 2^30), SLIDE_EGROUP (G < 2, M < 1 or M >= G). */
+int slide_redundancy_parse(const char *text, slide_redundancy *out);
+
+/* Name of a slide_redundancy_kind ("buddy", "parity", "rs"), or NULL outside
+ * the enum. Cost O(1). */
+const char *slide_redundancy_kind_name(int kind);
+
+/* Parse a failure-domain box "AxB" (2D grid) or "AxBxC" (3D) for the layout's
+ * grid: one size per grid dimension, each in 1..size of the grid along it
+ * (shape[2] = 1 in 2D). Output: shape (untouched on error). Cost O(strlen).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EDOMAIN_SHAPE (syntax, a size of 0 or
+ * above the grid's, another number of sizes than the grid's dimensions). */
+int slide_domain_shape_parse(const slide_layout *lay, const char *text, int32_t shape[SLIDE_MAX_DIMS]);
+
+/* Domains as boxes of the node grid: node n with coordinates c is in the box
+ * b[d] = c[d] / shape[d]; boxes are numbered row-major (last dimension
+ * fastest) over the B[d] = ceil(size[d] / shape[d]) boxes per dimension, so
+ * *ndomains = B[0] * B[1] * B[2] and every number is used. Boxes do not wrap
+ * on a torus: where shape[d] does not divide size[d] the last box along d is
+ * thinner. Spare and unused nodes get their box like every other node.
+ * Output: domain_of_node[0..nodes-1], *ndomains. Cost O(nodes).
+ * Errors: SLIDE_EINVAL (NULL), SLIDE_EDOMAIN_SHAPE (a size < 1, above the
+ * grid's, or shape[2] != 1 on a 2D grid). */
+int slide_domains_block(const slide_layout *lay, const int32_t shape[SLIDE_MAX_DIMS],
+                        int32_t *domain_of_node, int32_t *ndomains);
+
+/* Redundancy groups: partition the node ranks 0..ranks-1 into
+ * ngroups = floor(ranks / g) groups so that no group has more than m members
+ * whose nodes (map[r]) are in one domain; then the loss of any one whole
+ * domain costs every group at most m members, which rs:g,m (parity: m = 1)
+ * rebuilds.
+ *
+ * Dealing rule (exact): sort the node ranks by the key (domain of map[r], r)
+ * ascending; the i-th node rank of that order goes to group i mod ngroups.
+ * Group k thus has ceil((ranks - k) / ngroups) members: floor(ranks /
+ * ngroups) or one more, the larger groups first; that is g or g + 1 whenever
+ * ranks mod g <= ngroups (e.g. 10 node ranks at g = 4: groups of 5 and 5;
+ * 7 at g = 4: one group of 7). A member's index in its group is its place
+ * among the group's node ranks in ascending order.
+ *
+ * Condition for success (exact for this rule, and also necessary for any
+ * rule): every domain holds at most m * ngroups node ranks. A domain's node
+ * ranks are consecutive in the order, so round-robin deals a domain of c
+ * node ranks ceil(c / ngroups) into some group; that is <= m iff
+ * c <= m * ngroups. With domain_of_node NULL every node is its own domain
+ * (a node holding several node ranks, as shrink leaves them, is still one
+ * domain).
+ *
+ * Inputs: map[0..ranks-1] (slide_map()'s), domain_of_node[0..nodes-1] with
+ * entries >= 0 (or NULL), g >= 2, 1 <= m < g.
+ * Outputs: group_of_rank[0..ranks-1] in 0..ngroups-1, member_of_rank
+ * [0..ranks-1], group_size[0..ngroups-1] (room for ranks / g entries),
+ * *ngroups. group_of_rank and member_of_rank serve as scratch: after an
+ * SLIDE_ENOPLACEMENT their contents are unspecified; on every other error
+ * nothing is written. No allocation. Cost O(ranks log ranks) (heap sort).
+ * Errors: SLIDE_EINVAL (NULL, other than domain_of_node; a negative domain),
+ * SLIDE_EGROUP (g < 2, m < 1 or m >= g), SLIDE_EGROUP_RANKS (g > ranks),
+ * SLIDE_EMAP (a map entry outside 0..nodes-1), SLIDE_ENOPLACEMENT (a domain
+ * holds more than m * ngroups node ranks: e.g. every node in one domain). */
+int slide_groups(const slide_layout *lay, const int32_t *map, const int32_t *domain_of_node,
+                 int32_t g, int32_t m, int32_t *group_of_rank, int32_t *member_of_rank,
+                 int32_t *group_size, int32_t *ngroups);
+
+/* Buddy pairing across domains: node rank r keeps its copy on the node of
+ * node rank (r + h) mod ranks. *shift = ranks / 2 if no r has map[r] and
+ * map[(r + h) mod ranks] in one domain for h = ranks / 2 (today's pairing),
+ * else the smallest such h in 1..ranks-1. domain_of_node NULL: every node its
+ * own domain. Cost O(ranks) per shift tried: O(ranks) when ranks / 2 works,
+ * O(ranks^2) at worst. Errors: SLIDE_EINVAL (NULL lay/map/shift, a negative
+ * domain), SLIDE_EGROUP_RANKS (fewer than 2 node ranks), SLIDE_EMAP,
+ * SLIDE_ENOPLACEMENT (no shift works; certain when a domain holds more than
+ * half the node ranks). *shift is untouched on error. */
+int slide_buddy_shift(const slide_layout *lay, const int32_t *map, const int32_t *domain_of_node,
+                      int32_t *shift);
+
 /* sizeof of the public structs, so bindings can check their mirrors:
  * which = 0 slide_grid, 1 slide_spares, 2 slide_layout, 3 slide_metrics,
- * 4 slide_topo, 5 slide_topo_round_stats, 6 slide_choice; 0 for anything else. */
+ * 4 slide_topo, 5 slide_topo_round_stats, 6 slide_choice, 7 slide_redundancy;
+ * 0 for anything else. */
 size_t slide_struct_size(int which);
 
 #ifdef __cplusplus

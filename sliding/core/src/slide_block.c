@@ -5,10 +5,8 @@
 #define BLOCK_MAX (1 << 20)   /* ranks per node */
 #define RANKS_MAX (1 << 28)   /* ranks of the rank grid */
 
-int slide_block_parse(const char *text, int32_t ndims, int32_t block[SLIDE_MAX_DIMS])
+int slide_sizes_parse_(const char *text, int32_t ndims, int64_t max_product, int32_t sizes[SLIDE_MAX_DIMS])
 {
-    if (text == NULL || block == NULL || (ndims != 2 && ndims != 3))
-        return SLIDE_EINVAL;
     int32_t b[SLIDE_MAX_DIMS] = {1, 1, 1};
     int32_t n = 0;
     int64_t product = 1;
@@ -16,28 +14,35 @@ int slide_block_parse(const char *text, int32_t ndims, int32_t block[SLIDE_MAX_D
     for (;;) {
         int64_t v = 0;
         if (*p < '0' || *p > '9')
-            return SLIDE_EBLOCK;
+            return -1;
         while (*p >= '0' && *p <= '9') {
             v = v * 10 + (*p++ - '0');
-            if (v > BLOCK_MAX)
-                return SLIDE_EBLOCK;
+            if (v > max_product)
+                return -1;
         }
         if (v < 1 || n == ndims)
-            return SLIDE_EBLOCK;
+            return -1;
         product *= v;
-        if (product > BLOCK_MAX)
-            return SLIDE_EBLOCK;
+        if (product > max_product)
+            return -1;
         b[n++] = (int32_t)v;
         if (*p == '\0')
             break;
         if (*p++ != 'x')
-            return SLIDE_EBLOCK;
+            return -1;
     }
     if (n != ndims)
-        return SLIDE_EBLOCK;
+        return -1;
     for (int d = 0; d < SLIDE_MAX_DIMS; d++)
-        block[d] = b[d];
-    return SLIDE_OK;
+        sizes[d] = b[d];
+    return 0;
+}
+
+int slide_block_parse(const char *text, int32_t ndims, int32_t block[SLIDE_MAX_DIMS])
+{
+    if (text == NULL || block == NULL || (ndims != 2 && ndims != 3))
+        return SLIDE_EINVAL;
+    return slide_sizes_parse_(text, ndims, BLOCK_MAX, block) == 0 ? SLIDE_OK : SLIDE_EBLOCK;
 }
 
 int slide_block_default(int32_t k, int32_t ndims, int32_t block[SLIDE_MAX_DIMS])

@@ -27,6 +27,11 @@ static inline int slide_in_planes_c_(const slide_layout *lay, const int32_t c[3]
            c[2] >= lay->logical[2];
 }
 
+/* Parse "AxB" / "AxBxC": exactly ndims decimal sizes >= 1 joined by 'x',
+ * their product at most max_product; sizes[] = them, 1 past ndims. Returns 0,
+ * or -1 (sizes untouched) for anything else. */
+int slide_sizes_parse_(const char *text, int32_t ndims, int64_t max_product, int32_t sizes[SLIDE_MAX_DIMS]);
+
 /* The node's slide_role (node in range). */
 int slide_role_(const slide_layout *lay, int32_t node);
 

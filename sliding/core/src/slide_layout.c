@@ -39,6 +39,17 @@ static const struct {
     STATUS(SLIDE_ETOPO_FIT, "the grid has more nodes than the topology has hosts"),
     STATUS(SLIDE_EBLOCK, "bad block of ranks per node: expected AxB (2D grid) or AxBxC (3D), sizes >= 1, "
                          "e.g. '2x2x1'"),
+    STATUS(SLIDE_EDOMAIN_SHAPE, "bad failure-domain box: expected AxB (2D grid) or AxBxC (3D), each size from 1 "
+                                "to the grid's size along that dimension, e.g. '2x2x1'"),
+    STATUS(SLIDE_EREDUNDANCY, "bad redundancy policy: expected buddy, parity:G or rs:G,M, e.g. 'parity:4' or "
+                              "'rs:8,2'"),
+    STATUS(SLIDE_EGROUP, "bad redundancy group: the group size G must be at least 2 and the members a group "
+                         "may lose M from 1 to G-1"),
+    STATUS(SLIDE_EGROUP_RANKS, "group size larger than the node ranks: choose a group size of at most the "
+                               "number of nodes that hold ranks"),
+    STATUS(SLIDE_ENOPLACEMENT, "no placement survives the loss of a failure domain: one domain holds too many "
+                               "of the nodes that hold ranks for the groups to spread them (give more, smaller "
+                               "domains, smaller groups, or rs:G,M to lose more members per group)"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
@@ -382,6 +393,7 @@ size_t slide_struct_size(int which)
     case 4: return sizeof(slide_topo);
     case 5: return sizeof(slide_topo_round_stats);
     case 6: return sizeof(slide_choice);
+    case 7: return sizeof(slide_redundancy);
     default: return 0;
     }
 }

@@ -1,6 +1,6 @@
 /* Unit tests of the slide_core library. Usage: test_slide_core GROUP
  * where GROUP is parse, layout, examples, properties, promises, metrics,
- * metrics_reference, blocks, errors or spare_sets (ctest runs each group as its own test). */
+ * metrics_reference, blocks, errors, spare_sets or redundancy (ctest runs each group as its own test). */
 #include "slide_core.h"
 
 #include <stdio.h>
@@ -175,14 +175,14 @@ static void test_parse(void)
     CHECK(slide_method_parse("foo", &m) == SLIDE_EMETHOD, "unknown method");
     CHECK(slide_method_parse("Simple", &m) == SLIDE_EMETHOD, "method names are exact");
     CHECK(slide_method_name(SLIDE_NMETHODS) == NULL && slide_method_name(-1) == NULL, "name out of range");
-    for (int code = 0; code <= SLIDE_EBLOCK; code++)
+    for (int code = 0; code <= SLIDE_ENOPLACEMENT; code++)
         CHECK(slide_strerror(code) != NULL && strlen(slide_strerror(code)) > 5 &&
                   strcmp(slide_strerror(code), "unknown status") != 0,
               "message for %d", code);
     CHECK(strcmp(slide_strerror(999), "unknown status") == 0, "unknown code");
     CHECK(strcmp(slide_status_name(SLIDE_OK), "OK") == 0 && strcmp(slide_status_name(SLIDE_ENOSPARE), "ENOSPARE") == 0 &&
               strcmp(slide_status_name(SLIDE_ETOPO_FIT), "ETOPO_FIT") == 0 &&
-              strcmp(slide_status_name(SLIDE_EBLOCK), "EBLOCK") == 0 && slide_status_name(SLIDE_EBLOCK + 1) == NULL &&
+              strcmp(slide_status_name(SLIDE_EBLOCK), "EBLOCK") == 0 && slide_status_name(SLIDE_ENOPLACEMENT + 1) == NULL &&
               slide_status_name(-1) == NULL,
           "status names");
     for (int i = 0; i < SLIDE_NMETHODS; i++)
@@ -1065,6 +1065,289 @@ static void test_blocks(void)
     free(work);
 }
 
+/* ---- redundancy across failure domains ----------------------------------- */
+
+/* Checks one slide_groups() answer against its contract; returns 1 if it holds. */
+static int groups_hold(const slide_layout *lay, const int32_t *map, const int32_t *dom, int32_t g, int32_t m,
+                       const int32_t *group_of, const int32_t *member_of, const int32_t *size, int32_t ngroups)
+{
+    const int32_t R = lay->ranks;
+    if (ngroups != R / g)
+        return 0;
+    int32_t *seen = calloc((size_t)ngroups, sizeof *seen);
+    int ok = 1;
+    for (int32_t r = 0; r < R && ok; r++) {
+        if (group_of[r] < 0 || group_of[r] >= ngroups)
+            ok = 0;
+        else if (member_of[r] != seen[group_of[r]]++) /* members numbered in ascending node rank */
+            ok = 0;
+    }
+    for (int32_t k = 0; k < ngroups && ok; k++) /* sizes ceil((R - k) / ngroups), the larger first */
+        ok = size[k] == seen[k] && size[k] == (R - k + ngroups - 1) / ngroups && size[k] >= g;
+    /* no group holds more than m members of one domain */
+    for (int32_t r = 0; r < R && ok; r++) {
+        int32_t same = 0;
+        for (int32_t q = 0; q < R; q++) {
+            int32_t dr = dom ? dom[map[r]] : map[r], dq = dom ? dom[map[q]] : map[q];
+            same += group_of[q] == group_of[r] && dr == dq;
+        }
+        ok = same <= m;
+    }
+    free(seen);
+    return ok;
+}
+
+/* The largest number of node ranks on one domain. */
+static int32_t crowded_domain(const slide_layout *lay, const int32_t *map, const int32_t *dom)
+{
+    int32_t most = 0;
+    for (int32_t r = 0; r < lay->ranks; r++) {
+        int32_t c = 0;
+        for (int32_t q = 0; q < lay->ranks; q++)
+            c += (dom ? dom[map[q]] == dom[map[r]] : map[q] == map[r]);
+        if (c > most)
+            most = c;
+    }
+    return most;
+}
+
+/* Reference buddy shift: ranks/2 if it works, else the smallest that works, else -1. */
+static int32_t reference_shift(const slide_layout *lay, const int32_t *map, const int32_t *dom)
+{
+    const int32_t R = lay->ranks;
+    for (int32_t i = 0; i < R; i++) {
+        int32_t h = i == 0 ? R / 2 : i;
+        if (h == 0 || (i > 0 && h == R / 2))
+            continue;
+        int ok = 1;
+        for (int32_t r = 0; r < R && ok; r++) {
+            int32_t b = (r + h) % R;
+            ok = dom ? dom[map[r]] != dom[map[b]] : map[r] != map[b];
+        }
+        if (ok)
+            return h;
+    }
+    return -1;
+}
+
+static void test_redundancy(void)
+{
+    /* policies */
+    slide_redundancy p = {9, 9, 9};
+    CHECK(slide_redundancy_parse("buddy", &p) == SLIDE_OK && p.kind == SLIDE_REDUNDANCY_BUDDY && p.group == 2 &&
+              p.lose == 1, "buddy");
+    CHECK(slide_redundancy_parse("parity:4", &p) == SLIDE_OK && p.kind == SLIDE_REDUNDANCY_PARITY && p.group == 4 &&
+              p.lose == 1, "parity:4");
+    CHECK(slide_redundancy_parse("rs:8,2", &p) == SLIDE_OK && p.kind == SLIDE_REDUNDANCY_RS && p.group == 8 &&
+              p.lose == 2, "rs:8,2");
+    const struct { const char *text; int rc; } bad_policies[] = {
+        {"", SLIDE_EREDUNDANCY},         {"Buddy", SLIDE_EREDUNDANCY},     {"parity", SLIDE_EREDUNDANCY},
+        {"parity:", SLIDE_EREDUNDANCY},  {"parity:4x", SLIDE_EREDUNDANCY}, {"parity:-4", SLIDE_EREDUNDANCY},
+        {"rs:8", SLIDE_EREDUNDANCY},     {"rs:8,", SLIDE_EREDUNDANCY},     {"rs:8,2,1", SLIDE_EREDUNDANCY},
+        {"rs:8;2", SLIDE_EREDUNDANCY},   {"parity:4 ", SLIDE_EREDUNDANCY},
+        {"parity:99999999999", SLIDE_EREDUNDANCY},
+        {"parity:1", SLIDE_EGROUP},      {"parity:0", SLIDE_EGROUP},       {"rs:4,4", SLIDE_EGROUP},
+        {"rs:4,5", SLIDE_EGROUP},        {"rs:4,0", SLIDE_EGROUP},         {"rs:1,1", SLIDE_EGROUP},
+    };
+    for (size_t i = 0; i < sizeof bad_policies / sizeof bad_policies[0]; i++) {
+        slide_redundancy before = {7, 7, 7};
+        int rc = slide_redundancy_parse(bad_policies[i].text, &before);
+        CHECK(rc == bad_policies[i].rc && before.kind == 7 && before.group == 7,
+              "policy '%s': got %d want %d, or output written", bad_policies[i].text, rc, bad_policies[i].rc);
+    }
+    CHECK(slide_redundancy_parse(NULL, &p) == SLIDE_EINVAL && slide_redundancy_parse("buddy", NULL) == SLIDE_EINVAL,
+          "NULL policy");
+    CHECK(strcmp(slide_redundancy_kind_name(SLIDE_REDUNDANCY_RS), "rs") == 0 && slide_redundancy_kind_name(3) == NULL &&
+              slide_redundancy_kind_name(-1) == NULL, "kind names");
+    CHECK(slide_struct_size(7) == sizeof(slide_redundancy), "struct size of slide_redundancy");
+    for (int code = SLIDE_EDOMAIN_SHAPE; code <= SLIDE_ENOPLACEMENT; code++)
+        CHECK(slide_status_name(code) != NULL && strlen(slide_strerror(code)) > 20, "status %d has a name", code);
+    CHECK(strcmp(slide_status_name(SLIDE_ENOPLACEMENT), "ENOPLACEMENT") == 0 &&
+              strstr(slide_strerror(SLIDE_EGROUP_RANKS), "group size larger than the node ranks") != NULL,
+          "status names");
+
+    /* domain boxes */
+    slide_layout t = make_layout("torus:4x4x2", "x:1"), f = make_layout("mesh:5x4", "x:1");
+    int32_t shape[3] = {9, 9, 9}, dom[64], nd = -1;
+    CHECK(slide_domain_shape_parse(&t, "2x2x1", shape) == SLIDE_OK && shape[0] == 2 && shape[1] == 2 && shape[2] == 1,
+          "2x2x1");
+    CHECK(slide_domain_shape_parse(&f, "2x2", shape) == SLIDE_OK && shape[2] == 1, "2x2 on a 2D grid");
+    CHECK(slide_domain_shape_parse(&t, "4x4x2", shape) == SLIDE_OK, "the whole grid is a box");
+    const char *bad_shapes[] = {"2x2", "2x2x1x1", "0x2x1", "5x1x1", "1x1x3", "2x2x", "x2x1", "2*2*1", "", "2x2x-1"};
+    for (size_t i = 0; i < sizeof bad_shapes / sizeof bad_shapes[0]; i++) {
+        int32_t keep[3] = {7, 7, 7};
+        CHECK(slide_domain_shape_parse(&t, bad_shapes[i], keep) == SLIDE_EDOMAIN_SHAPE && keep[0] == 7,
+              "shape '%s' on torus:4x4x2", bad_shapes[i]);
+    }
+    CHECK(slide_domain_shape_parse(&f, "2x2x1", shape) == SLIDE_EDOMAIN_SHAPE, "three sizes on a 2D grid");
+    CHECK(slide_domain_shape_parse(NULL, "2x2", shape) == SLIDE_EINVAL, "NULL layout");
+    int32_t s221[3] = {2, 2, 1};
+    CHECK(slide_domains_block(&t, s221, dom, &nd) == SLIDE_OK && nd == 8, "4x4x2 in 2x2x1 boxes: 8, got %d", nd);
+    int ok = 1;
+    for (int32_t n = 0; n < t.nodes; n++) {
+        int32_t c[3];
+        slide_node_coords(&t, n, c);
+        ok &= dom[n] == ((c[0] / 2) * 2 + c[1] / 2) * 2 + c[2];
+    }
+    CHECK(ok, "box numbering row-major over the boxes, spares included");
+    int32_t s22[3] = {2, 2, 1};
+    CHECK(slide_domains_block(&f, s22, dom, &nd) == SLIDE_OK && nd == 6 && dom[node_of(&f, 4, 3, 0)] == 5 &&
+              dom[node_of(&f, 4, 0, 0)] == 4 && dom[node_of(&f, 1, 3, 0)] == 1,
+          "5x4 in 2x2 boxes: a thinner last row of boxes");
+    int32_t used[6] = {0};
+    for (int32_t n = 0; n < f.nodes; n++)
+        used[dom[n]]++;
+    CHECK(used[0] == 4 && used[4] == 2 && used[5] == 2, "every box number used, edge boxes thinner");
+    int32_t s_bad[][3] = {{0, 1, 1}, {6, 1, 1}, {1, 1, 2}, {2, 5, 1}};
+    for (size_t i = 0; i < 4; i++)
+        CHECK(slide_domains_block(&f, s_bad[i], dom, &nd) == SLIDE_EDOMAIN_SHAPE, "bad box %zu", i);
+    CHECK(slide_domains_block(&f, s22, NULL, &nd) == SLIDE_EINVAL, "NULL output");
+
+    /* groups: the worked example of mesh:4x4 x:1 (12 node ranks) in 2x2 boxes, parity:3 */
+    slide_layout l = make_layout("mesh:4x4", "x:1");
+    int32_t map[64], gof[64], mof[64], size[64], ng = -1;
+    slide_initial_map(&l, map);
+    CHECK(slide_domains_block(&l, s22, dom, &nd) == SLIDE_OK && nd == 4, "4x4 in 2x2 boxes");
+    CHECK(slide_groups(&l, map, dom, 3, 1, gof, mof, size, &ng) == SLIDE_OK && ng == 4, "parity:3 on 12: 4 groups");
+    const int32_t want_g[12] = {0, 1, 0, 1, 2, 3, 2, 3, 0, 1, 2, 3}, want_m[12] = {0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 2, 2};
+    check_map_literal("groups of the worked example", gof, want_g, 12);
+    check_map_literal("members of the worked example", mof, want_m, 12);
+    CHECK(size[0] == 3 && size[3] == 3, "groups of 3");
+    /* parity:4 there: 3 groups but a box holds 4 node ranks > 1 * 3 */
+    CHECK(slide_groups(&l, map, dom, 4, 1, gof, mof, size, &ng) == SLIDE_ENOPLACEMENT, "4 in a box > 3 groups");
+    CHECK(slide_groups(&l, map, dom, 4, 2, gof, mof, size, &ng) == SLIDE_OK && ng == 3 &&
+              groups_hold(&l, map, dom, 4, 2, gof, mof, size, ng), "rs:4,2 fits");
+    /* argument errors write nothing */
+    int32_t one[64];
+    for (int32_t n = 0; n < l.nodes; n++)
+        one[n] = 0;
+    int32_t bad_map[64];
+    memcpy(bad_map, map, sizeof bad_map);
+    bad_map[5] = l.nodes;
+    int32_t neg[64];
+    memcpy(neg, dom, sizeof neg);
+    neg[7] = -1;
+    const struct { int32_t g, m; const int32_t *map, *dom; int rc; const char *what; } errs[] = {
+        {1, 1, map, dom, SLIDE_EGROUP, "g < 2"},           {2, 0, map, dom, SLIDE_EGROUP, "m < 1"},
+        {3, 3, map, dom, SLIDE_EGROUP, "m == g"},          {3, 4, map, dom, SLIDE_EGROUP, "m > g"},
+        {13, 1, map, dom, SLIDE_EGROUP_RANKS, "g > ranks"}, {3, 1, bad_map, dom, SLIDE_EMAP, "map outside"},
+        {3, 1, map, neg, SLIDE_EINVAL, "negative domain"},
+    };
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        for (int k = 0; k < 12; k++)
+            gof[k] = mof[k] = size[k] = -7;
+        ng = -7;
+        int rc = slide_groups(&l, errs[i].map, errs[i].dom, errs[i].g, errs[i].m, gof, mof, size, &ng);
+        CHECK(rc == errs[i].rc && gof[0] == -7 && mof[0] == -7 && size[0] == -7 && ng == -7,
+              "groups, %s: got %d want %d, or output written", errs[i].what, rc, errs[i].rc);
+    }
+    CHECK(slide_groups(&l, map, one, 2, 1, gof, mof, size, &ng) == SLIDE_ENOPLACEMENT, "every node in one domain");
+    CHECK(slide_groups(&l, map, one, 12, 11, gof, mof, size, &ng) == SLIDE_ENOPLACEMENT, "one domain of 12 > 11 * 1");
+    CHECK(slide_groups(&l, NULL, dom, 3, 1, gof, mof, size, &ng) == SLIDE_EINVAL &&
+              slide_groups(NULL, map, dom, 3, 1, gof, mof, size, &ng) == SLIDE_EINVAL &&
+              slide_groups(&l, map, dom, 3, 1, gof, mof, NULL, &ng) == SLIDE_EINVAL, "NULL arguments");
+    /* uneven: 14 node ranks at g = 4: 3 groups of 5, 5, 4; 7 at g = 4: one group of 7 */
+    slide_layout u = make_layout("mesh:8x2", "x:1"), v = make_layout("mesh:8x2", "x:1,y:1");
+    slide_initial_map(&u, map);
+    CHECK(slide_groups(&u, map, NULL, 4, 1, gof, mof, size, &ng) == SLIDE_OK && ng == 3 && size[0] == 5 &&
+              size[1] == 5 && size[2] == 4 && groups_hold(&u, map, NULL, 4, 1, gof, mof, size, ng), "14 at g = 4");
+    slide_initial_map(&v, map);
+    CHECK(slide_groups(&v, map, NULL, 4, 1, gof, mof, size, &ng) == SLIDE_OK && ng == 1 && size[0] == 7, "7 at g = 4");
+
+    /* random layouts, maps after failures and domain assignments: the contract, determinism, and
+     * ENOPLACEMENT exactly when a domain holds more than m * ngroups node ranks */
+    const char *grids[][2] = {{"torus:6x5x3", "x:1"}, {"mesh:7x6", "x:2"}, {"torus:5x5x4", "z:1/5:2"},
+                              {"mesh:6x6", "x:1,y:1"}, {"torus:4x4x4", "x:1"}};
+    rng_state = 38;
+    int cases = 0, placed = 0, refused = 0;
+    for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
+        slide_layout a = make_layout(grids[gi][0], grids[gi][1]);
+        int32_t *m1 = malloc(sizeof(int32_t) * (size_t)a.ranks), *d = malloc(sizeof(int32_t) * (size_t)a.nodes);
+        int32_t *g1 = malloc(sizeof(int32_t) * (size_t)a.ranks), *g2 = malloc(sizeof(int32_t) * (size_t)a.ranks);
+        int32_t *e1 = malloc(sizeof(int32_t) * (size_t)a.ranks), *e2 = malloc(sizeof(int32_t) * (size_t)a.ranks);
+        int32_t *z1 = malloc(sizeof(int32_t) * (size_t)a.ranks), *z2 = malloc(sizeof(int32_t) * (size_t)a.ranks);
+        for (int trial = 0; trial < 60; trial++) {
+            int32_t failed[3], nf = rng_below(4), err;
+            for (int32_t k = 0; k < nf; k++) {
+                failed[k] = rng_below(a.nodes);
+                for (int32_t q = 0; q < k; q++)
+                    if (failed[q] == failed[k])
+                        failed[k] = -1;
+                if (failed[k] < 0)
+                    nf = k;
+            }
+            if (run_map(&a, SLIDE_HYBRID, failed, nf, m1, &err, 0x5a) != SLIDE_OK)
+                continue;
+            int32_t ndom = 1 + rng_below(a.nodes), *dd = d;
+            if (trial % 10 == 9) {
+                dd = NULL;
+            } else if (trial % 3 == 0) { /* boxes */
+                int32_t box[3] = {1 + rng_below(a.grid.size[0]), 1 + rng_below(a.grid.size[1]),
+                                  1 + rng_below(a.grid.size[2])};
+                CHECK(slide_domains_block(&a, box, d, &ndom) == SLIDE_OK, "random box");
+            } else {
+                for (int32_t n = 0; n < a.nodes; n++)
+                    d[n] = rng_below(ndom);
+            }
+            int32_t gsz = 2 + rng_below(a.ranks < 9 ? a.ranks - 1 : 8), mm = 1 + rng_below(gsz - 1);
+            int32_t n1 = -1, n2 = -1;
+            for (int32_t r = 0; r < a.ranks; r++) {
+                g2[r] = (int32_t)rng_next(); /* garbage in the outputs of the second call */
+                e2[r] = (int32_t)rng_next();
+            }
+            int rc1 = slide_groups(&a, m1, dd, gsz, mm, g1, e1, z1, &n1);
+            int rc2 = slide_groups(&a, m1, dd, gsz, mm, g2, e2, z2, &n2);
+            const int crowded = crowded_domain(&a, m1, dd) > mm * (a.ranks / gsz);
+            cases++;
+            CHECK(rc1 == (crowded ? SLIDE_ENOPLACEMENT : SLIDE_OK),
+                  "%s %s g=%d m=%d: rc %d, crowded %d", grids[gi][0], grids[gi][1], gsz, mm, rc1, crowded);
+            CHECK(rc1 == rc2, "same status twice");
+            if (rc1 == SLIDE_OK) {
+                placed++;
+                CHECK(groups_hold(&a, m1, dd, gsz, mm, g1, e1, z1, n1), "%s g=%d m=%d: contract", grids[gi][0], gsz,
+                      mm);
+                CHECK(n1 == n2 && same_map(g1, g2, a.ranks) && same_map(e1, e2, a.ranks) && same_map(z1, z2, n1),
+                      "deterministic");
+            } else {
+                refused++;
+            }
+            /* buddy against the reference */
+            int32_t h = -5, want = reference_shift(&a, m1, dd);
+            int rc = slide_buddy_shift(&a, m1, dd, &h);
+            CHECK(want < 0 ? rc == SLIDE_ENOPLACEMENT && h == -5 : rc == SLIDE_OK && h == want,
+                  "%s buddy: rc %d shift %d, reference %d", grids[gi][0], rc, h, want);
+            if (crowded_domain(&a, m1, dd) * 2 > a.ranks)
+                CHECK(rc == SLIDE_ENOPLACEMENT, "a domain with more than half the node ranks has no buddy shift");
+        }
+        free(m1), free(d), free(g1), free(g2), free(e1), free(e2), free(z1), free(z2);
+    }
+    CHECK(placed > 50 && refused > 20, "random cases cover both outcomes: %d placed, %d refused of %d", placed, refused,
+          cases);
+
+    /* buddy: today's pairing when it crosses domains, else the smallest shift that does */
+    int32_t h = -1;
+    slide_initial_map(&l, map);
+    CHECK(slide_domains_block(&l, s22, dom, &nd) == SLIDE_OK, "boxes");
+    CHECK(slide_buddy_shift(&l, map, dom, &h) == SLIDE_OK && h == 6, "12 node ranks in 2x2 boxes: 6, got %d", h);
+    CHECK(slide_buddy_shift(&l, map, NULL, &h) == SLIDE_OK && h == 6, "no domains: ranks / 2");
+    slide_layout q = make_layout("mesh:3x2", "x:1"); /* 4 node ranks on nodes 0..3 */
+    int32_t qmap[4], qdom[6] = {0, 1, 0, 1, 2, 2};
+    slide_initial_map(&q, qmap);
+    CHECK(slide_buddy_shift(&q, qmap, qdom, &h) == SLIDE_OK && h == 1, "ranks / 2 pairs inside a domain: 1, got %d", h);
+    int32_t qone[6] = {0, 0, 0, 0, 1, 1};
+    h = -3;
+    CHECK(slide_buddy_shift(&q, qmap, qone, &h) == SLIDE_ENOPLACEMENT && h == -3, "one domain: no shift");
+    slide_layout solo = make_layout("mesh:2x2", "x:1,y:1"); /* one node rank */
+    int32_t solo_map[1] = {0};
+    CHECK(slide_buddy_shift(&solo, solo_map, NULL, &h) == SLIDE_EGROUP_RANKS, "one node rank has no buddy");
+    qmap[2] = 6;
+    CHECK(slide_buddy_shift(&q, qmap, NULL, &h) == SLIDE_EMAP, "map outside");
+    qmap[2] = 2;
+    qdom[3] = -1;
+    CHECK(slide_buddy_shift(&q, qmap, qdom, &h) == SLIDE_EINVAL && slide_buddy_shift(&q, NULL, NULL, &h) == SLIDE_EINVAL,
+          "negative domain, NULL map");
+}
+
 int main(int argc, char **argv)
 {
     struct { const char *name; void (*fn)(void); } groups[] = {
@@ -1073,7 +1356,7 @@ int main(int argc, char **argv)
         {"promises", test_promises},   {"metrics", test_metrics},
         {"errors", test_errors},       {"metrics_reference", test_metrics_reference},
         {"blocks", test_blocks},
-        {"spare_sets", test_spare_sets},
+        {"spare_sets", test_spare_sets}, {"redundancy", test_redundancy},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

@@ -159,7 +159,8 @@ typedef struct sliding_recovery_times {
     int failed_nodes;    /* failed nodes known after it */
     int64_t moved_bytes; /* checkpointed state sent from one node to another to put ranks on their
                           * new nodes (every process, from the agreed maps) */
-    int64_t buddy_bytes; /* state sent to re-establish the buddy copies under the new map */
+    int64_t buddy_bytes; /* state sent to re-establish the redundancy (buddy copies or a group's
+                          * parity) under the new map, and to rebuild lost checkpoints from it */
 } sliding_recovery_times;
 
 /* A recovery callback (sliding_on_recovery): called at every process that
@@ -175,6 +176,10 @@ typedef int (*sliding_recovery_callback)(sliding_t *s, int old_rank, int new_ran
 #define SLIDING_INFO_NODE_KEY "sliding_node_key"       /* an integer: same key, same node */
 #define SLIDING_INFO_NODE_COORDS "sliding_node_coords" /* a path: the node coordinate file */
 #define SLIDING_INFO_CHECKPOINT_EVERY "sliding_checkpoint_every" /* an integer >= 1: sliding_checkpoint_due */
+#define SLIDING_INFO_REDUNDANCY "sliding_redundancy" /* "buddy" | "parity:G" | "rs:G,M" */
+#define SLIDING_INFO_DOMAINS "sliding_domains"       /* "AxB[xC]": failure domains as boxes of nodes */
+#define SLIDING_INFO_CHECKPOINT_DIR "sliding_checkpoint_dir" /* a path: the file level's directory */
+#define SLIDING_INFO_FILE_EVERY "sliding_file_every"         /* an integer >= 1: every Nth checkpoint to files */
 
 /* Validate the layout and method against comm, with one process per node
  * (process n is node n) or K per node grouped by shared memory:
@@ -194,27 +199,62 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
  *                        read by the process of rank 0; give it on every process
  *                        or none;
  *   sliding_checkpoint_every  N >= 1: sliding_checkpoint_due() says yes every
- *                        N iterations (default 5).
+ *                        N iterations (default 5);
+ *   sliding_redundancy   how a checkpoint survives its node (default "buddy"):
+ *                        "buddy", a full copy on another node; "parity:G",
+ *                        the node ranks in groups of G (G or G+1 when G does
+ *                        not divide them), each group keeping erasure-coded
+ *                        parity of its members' checkpoints, about 1/(G-1) of
+ *                        a checkpoint per process: any one member of a group
+ *                        may die; "rs:G,M", M parity chunks per group, about
+ *                        M/(G-M): any M members may die (ISA-L's Reed-Solomon);
+ *   sliding_domains      "AxB[xC]": nodes that fail together (a board, a
+ *                        chassis), as boxes of that shape in the node grid;
+ *                        buddies and groups are drawn across them so that
+ *                        losing one whole box loses no checkpoint (default:
+ *                        every node its own domain);
+ *   sliding_checkpoint_dir  a directory every process can write (a shared
+ *                        file system): every Nth committed checkpoint is also
+ *                        written there, by a thread of each process, while the
+ *                        run goes on (the step waits only for the copy into a
+ *                        staging buffer, or for the previous write if it is
+ *                        still running); a manifest names the newest complete
+ *                        one. A recovery that cannot rebuild a checkpoint in
+ *                        memory rolls every rank back to that one instead of
+ *                        SLIDING_ERR_DATA_LOST, and a job started with the same
+ *                        directory (same grid, K, block and buffer sizes)
+ *                        resumes from it: sliding_start returns its version;
+ *   sliding_file_every   N >= 1: which committed checkpoints go to files
+ *                        (default 4: every fourth).
  * Every process returns the same status: SLIDING_ERR_SIZE (the size is not a
  * multiple of the grid's nodes), SLIDING_ERR_NODES (nodes with different
  * process counts), SLIDING_ERR_NODE_COUNT (another number of nodes than the
  * grid's, e.g. one node for all), SLIDING_ERR_BLOCK, SLIDING_ERR_COORDS,
- * SLIDING_ERR_INFO, and sliding_create()'s. Collective over comm. */
+ * SLIDING_ERR_INFO, SLIDING_ERR_REDUNDANCY (a policy or domain box that is
+ * malformed, a group larger than the node ranks, M >= G, or domains so large
+ * that no placement survives the loss of one), SLIDING_ERR_CHECKPOINT_DIR (a
+ * checkpoint directory some process cannot create or write), and
+ * sliding_create()'s.
+ * Collective over comm. */
 int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                         MPI_Info info, sliding_t **out);
 
 /* sliding_create_info() with the info built from the values given, NULL for
  * one not given: block (SLIDING_INFO_BLOCK), *node_key (SLIDING_INFO_NODE_KEY),
- * node_coords (SLIDING_INFO_NODE_COORDS). What the Fortran module and the
- * Python binding call, so that no other language spells the keys. Returns
+ * node_coords (SLIDING_INFO_NODE_COORDS), redundancy (SLIDING_INFO_REDUNDANCY),
+ * domains (SLIDING_INFO_DOMAINS). What the Fortran module and the Python
+ * binding call, so that no other language spells the keys. Returns
  * SLIDING_ERR_MPI if the info cannot be built. Collective over comm. */
 int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, const char *method,
-                           const char *block, const int *node_key, const char *node_coords, sliding_t **out);
+                           const char *block, const int *node_key, const char *node_coords,
+                           const char *redundancy, const char *domains, sliding_t **out);
 
 /* sliding_create_info() from the command line, as MPI_Init takes its own
  * arguments: the options --block AxB[xC], --emulate-nodes K (every K
  * consecutive processes of comm a node: node key rank / K), --node-coords
- * FILE and --checkpoint-every N (the info keys), then GRID SPARES METHOD, are
+ * FILE, --checkpoint-every N, --redundancy POLICY, --domains AxB[xC],
+ * --checkpoint-dir DIR and --file-every N (the info keys), then GRID SPARES
+ * METHOD, are
  * taken out of *argv (*argc shrinks; the program's name and the arguments
  * after METHOD stay, in order). Returns SLIDING_ERR_ARG, with argv untouched,
  * if they are missing or an option is unknown or lacks its value; otherwise
@@ -299,6 +339,11 @@ const int32_t *sliding_map(const sliding_t *s);   /* node rank -> node, R / K en
                                                    * rank -> node with one process per node) */
 int sliding_failed(const sliding_t *s, const int32_t **nodes); /* agreed failed nodes, in order */
 void sliding_last_recovery(const sliding_t *s, sliding_recovery_times *out);
+/* Bytes this process keeps for the committed checkpoint's redundancy (after
+ * sliding_start): a whole copy for buddy, M chunks of its group's stripes for
+ * parity:G and rs:G,M (about M / (G - M) of the registered bytes); its own
+ * copy, the pending ones and the file level's staging buffer come on top. */
+size_t sliding_redundancy_bytes(const sliding_t *s);
 /* Logical rank 0 prints, on stdout, the line that says where the workers
  * resume after the last recovery (nothing if none happened yet):
  *   PROGRAM: recovered iteration=I failed=1,6 attempts=1 agree_ms=1.330

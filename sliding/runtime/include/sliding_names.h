@@ -22,7 +22,7 @@ enum sliding_status {
     SLIDING_ERR_ARG,         /* bad argument: grid, spares or method string, NULL pointer */
     SLIDING_ERR_SIZE,        /* communicator size differs from the node count */
     SLIDING_ERR_NO_SPARE,    /* the failures exceed what the method can absorb */
-    SLIDING_ERR_DATA_LOST,   /* a rank's node and its buddy's node both failed */
+    SLIDING_ERR_DATA_LOST,   /* a checkpoint died with every node that kept it or its redundancy */
     SLIDING_ERR_STATE,       /* call out of order (e.g. register after start) */
     SLIDING_ERR_MPI,         /* an MPI call failed for a reason other than a failure */
     SLIDING_ERR_NOMEM,
@@ -39,6 +39,9 @@ enum sliding_status {
     SLIDING_ERR_REGISTER,    /* processes registered different buffer sizes or callback counts */
     SLIDING_ERR_FAILED,      /* a process failed or the Cartesian communicator was revoked: recover */
     SLIDING_ERR_CALLBACK,    /* a recovery callback failed or freed the Cartesian communicator */
+    /* redundancy policies */
+    SLIDING_ERR_REDUNDANCY,  /* a redundancy policy or failure-domain box that cannot be placed */
+    SLIDING_ERR_CHECKPOINT_DIR, /* checkpoint directory unwritable, or holding another job's or a damaged checkpoint */
 };
 
 /* The role of a process, returned by sliding_start and sliding_recover (sliding.h). */
@@ -64,6 +67,7 @@ enum sliding_point {
     SLIDING_POINT_RECOVERY_STATE,   /* before the state moves */
     SLIDING_POINT_RECOVERY_COMMIT,  /* before the commit agreement */
     SLIDING_POINT_PROMOTED,         /* a spare that has just been given a rank */
+    SLIDING_POINT_CHECKPOINT_FILE,  /* in sliding_checkpoint, a committed copy about to go to the file level */
 };
 
 /* One-line message of a status ("unknown sliding status" for others). */

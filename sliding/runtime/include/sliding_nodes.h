@@ -16,6 +16,13 @@
  * the job gives one. Blank lines and lines starting with '#' are skipped;
  * fields are separated by blanks. A real machine's coordinates come from its
  * job manager (a torus's from its allocation), not from the hostfile order.
+ *
+ * Failure domains. Either form may end with a field `domain=LABEL` on every
+ * line (all lines or none): the nodes that fail together (a board, a chassis,
+ * a leaf switch) share a LABEL, any non-blank text. Domains are numbered
+ * 0, 1, ... in the order their labels first appear in the file.
+ *
+ *     node017 2 0 1 domain=board4
  */
 #ifndef SLIDING_NODES_H
 #define SLIDING_NODES_H
@@ -38,6 +45,20 @@ extern "C" {
  * O(file size + nnodes^2) string comparisons at worst (once, at creation). */
 int sliding_nodes_read(const char *path, int ndims, const int32_t sizes[3], int32_t nnodes,
                        const char *const *names, int32_t *grid_node, int32_t *where);
+
+/* sliding_nodes_read() and the failure domains: on success
+ * domain_of_node[n] (nnodes entries, may be NULL) is the domain of GRID node
+ * id n and *ndomains (may be NULL) how many labels the file gives, 0 when its
+ * lines have no domain field (then every domain_of_node[n] is -1: the caller
+ * chooses, e.g. a box shape). Besides sliding_nodes_read()'s, *where names
+ * the line of a malformed domain field (`domain=` with no label, or not the
+ * last field) and the first line whose domain field is present when the
+ * first node line had none, or absent when it had one. sliding_nodes_read()
+ * is this function with both NULL: a file with domains reads there too.
+ * Cost as sliding_nodes_read() plus O(nnodes x domains) label comparisons. */
+int sliding_nodes_read_domains(const char *path, int ndims, const int32_t sizes[3], int32_t nnodes,
+                               const char *const *names, int32_t *grid_node, int32_t *domain_of_node,
+                               int32_t *ndomains, int32_t *where);
 
 #ifdef __cplusplus
 }

@@ -99,12 +99,6 @@ int rank_of_node(const sliding_t *s, int node)
     return -1;
 }
 
-/* The node rank whose buddy copies a node rank's node holds, and back. */
-int buddy_of(const sliding_t *s, int node_rank)
-{
-    return (node_rank + s->layout.ranks / 2) % s->layout.ranks;
-}
-
 /* Logical rank (Cartesian rank) of this process's lane in a node rank. */
 int lane_rank(const sliding_t *s, int node_rank)
 {
@@ -129,6 +123,10 @@ typedef struct options {
     long long key;
     char coords[4096];        /* "" if not given */
     long long every;          /* checkpoint interval; 0 if not given */
+    char redundancy[64];      /* "" if not given: buddy */
+    char domains[64];         /* "" if not given: every node its own domain */
+    char dir[4096];           /* "" if not given: no file level */
+    long long file_every;     /* 0 if not given */
 } options_t;
 
 /* Read the info keys; SLIDING_ERR_INFO for a malformed value. */
@@ -147,6 +145,26 @@ static int read_options(MPI_Info info, options_t *o)
     MPI_Info_get(info, SLIDING_INFO_NODE_COORDS, (int)sizeof o->coords - 1, o->coords, &flag);
     if (!flag) {
         o->coords[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_REDUNDANCY, (int)sizeof o->redundancy - 1, o->redundancy, &flag);
+    if (!flag) {
+        o->redundancy[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_DOMAINS, (int)sizeof o->domains - 1, o->domains, &flag);
+    if (!flag) {
+        o->domains[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_CHECKPOINT_DIR, (int)sizeof o->dir - 1, o->dir, &flag);
+    if (!flag) {
+        o->dir[0] = '\0';
+    }
+    MPI_Info_get(info, SLIDING_INFO_FILE_EVERY, (int)sizeof value - 1, value, &flag);
+    if (flag) {
+        char *end;
+        o->file_every = strtoll(value, &end, 10);
+        if (end == value || *end != '\0' || o->file_every < 1 || o->file_every > INT32_MAX) {
+            return SLIDING_ERR_INFO;
+        }
     }
     MPI_Info_get(info, SLIDING_INFO_CHECKPOINT_EVERY, (int)sizeof value - 1, value, &flag);
     if (flag) {
@@ -262,6 +280,7 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
     int *pids = malloc(sizeof(int) * (size_t)size), pid = (int)getpid();
     long long *group_key = malloc(sizeof *group_key * (size_t)size);
     int32_t *grid_node = malloc(sizeof *grid_node * (size_t)size);
+    int32_t *file_domains = NULL, file_ndomains = 0; /* the coordinate file's domain= fields, by grid node */
     if (!use_key && k == 1 && !use_coords) {
         mine = me;
     } else if (!use_key) {
@@ -291,9 +310,14 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
         char **names = NULL;
         status = node_names(comm, size, use_key, group_key, groups, &names);
         int32_t where = 0;
+        file_domains = malloc(sizeof(int32_t) * (size_t)groups);
+        if (status == SLIDING_OK && !file_domains) {
+            status = SLIDING_ERR_NOMEM;
+        }
         if (status == SLIDING_OK && me == 0) {
-            status = sliding_nodes_read(opt.coords, layout.grid.ndims, layout.grid.size, groups,
-                                        (const char *const *)names, grid_node, &where);
+            status = sliding_nodes_read_domains(opt.coords, layout.grid.ndims, layout.grid.size, groups,
+                                                (const char *const *)names, grid_node, file_domains,
+                                                &file_ndomains, &where);
         }
         for (int j = 0; names && j < groups; j++) {
             free(names[j]);
@@ -302,6 +326,8 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
         MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
         if (status == SLIDING_OK) {
             MPI_Bcast(grid_node, groups, MPI_INT32_T, 0, comm);
+            MPI_Bcast(file_domains, groups, MPI_INT32_T, 0, comm);
+            MPI_Bcast(&file_ndomains, 1, MPI_INT32_T, 0, comm);
         }
     }
     sliding_t *s = status == SLIDING_OK ? calloc(1, sizeof *s) : NULL;
@@ -342,14 +368,31 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
                 s->pids[l] = pids[s->procs[s->node * k + l]];
             }
             slide_initial_map(&layout, s->map);
+            snprintf(s->grid_text, sizeof s->grid_text, "%s", grid);
+            snprintf(s->spares_text, sizeof s->spares_text, "%s", spares);
+            status = checkpoint_policy(s, opt.redundancy, opt.domains, file_ndomains > 0 ? file_domains : NULL);
+            if (status == SLIDING_OK) {
+                status = checkpoint_files(s, opt.dir, opt.file_every);
+            }
         }
     }
+    /* The same policy everywhere: its status and a hash of its text. */
+    uint32_t policy_hash = 2166136261u; /* FNV-1a over "redundancy;domains" */
+    for (const char *texts[] = {opt.redundancy, ";", opt.domains, ";", opt.dir, NULL}, **t = texts; *t; t++) {
+        for (const char *c = *t; *c; c++) {
+            policy_hash = (policy_hash ^ (unsigned char)*c) * 16777619u;
+        }
+    }
+    int policy[3] = {status, (int)(policy_hash >> 1), -(int)(policy_hash >> 1)};
+    MPI_Allreduce(MPI_IN_PLACE, policy, 3, MPI_INT, MPI_MAX, comm);
+    status = policy[0] != SLIDING_OK ? policy[0] : policy[1] != -policy[2] ? SLIDING_ERR_INFO : SLIDING_OK;
     free(keys);
     free(job_node);
     free(lane);
     free(pids);
     free(group_key);
     free(grid_node);
+    free(file_domains);
     if (status == SLIDING_OK && (MPI_Comm_dup(comm, &s->world) != MPI_SUCCESS ||
                                  MPI_Comm_dup(comm, &s->alive) != MPI_SUCCESS)) {
         status = SLIDING_ERR_MPI;
@@ -372,7 +415,8 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
 }
 
 int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, const char *method,
-                           const char *block, const int *node_key, const char *node_coords, sliding_t **out)
+                           const char *block, const int *node_key, const char *node_coords,
+                           const char *redundancy, const char *domains, sliding_t **out)
 {
     MPI_Info info;
     if (MPI_Info_create(&info) != MPI_SUCCESS) {
@@ -390,6 +434,12 @@ int sliding_create_options(MPI_Comm comm, const char *grid, const char *spares, 
     if (rc == MPI_SUCCESS && node_coords) {
         rc = MPI_Info_set(info, SLIDING_INFO_NODE_COORDS, node_coords);
     }
+    if (rc == MPI_SUCCESS && redundancy) {
+        rc = MPI_Info_set(info, SLIDING_INFO_REDUNDANCY, redundancy);
+    }
+    if (rc == MPI_SUCCESS && domains) {
+        rc = MPI_Info_set(info, SLIDING_INFO_DOMAINS, domains);
+    }
     int status = rc == MPI_SUCCESS ? sliding_create_info(comm, grid, spares, method, info, out) : SLIDING_ERR_MPI;
     MPI_Info_free(&info);
     return status;
@@ -400,6 +450,10 @@ int sliding_create_args(MPI_Comm comm, int *argc, char ***argv, sliding_t **out)
     static const char *const options[][2] = {{"--block", SLIDING_INFO_BLOCK},
                                              {"--node-coords", SLIDING_INFO_NODE_COORDS},
                                              {"--checkpoint-every", SLIDING_INFO_CHECKPOINT_EVERY},
+                                             {"--redundancy", SLIDING_INFO_REDUNDANCY},
+                                             {"--domains", SLIDING_INFO_DOMAINS},
+                                             {"--checkpoint-dir", SLIDING_INFO_CHECKPOINT_DIR},
+                                             {"--file-every", SLIDING_INFO_FILE_EVERY},
                                              {"--emulate-nodes", SLIDING_INFO_NODE_KEY}};
     const int noptions = (int)(sizeof options / sizeof options[0]);
     int rank, size, first = 1, bad = !argc || !argv || !*argv || !out;
@@ -540,6 +594,10 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     if (build_cart(s) != MPI_SUCCESS) {
         return SLIDING_ERR_MPI;
     }
+    int64_t resumed; /* s->version, when a checkpoint directory held one */
+    if ((status = checkpoint_resume(s, &resumed)) != SLIDING_OK) {
+        return status;
+    }
     *role = SLIDING_INITIAL;
     if (s->cart == MPI_COMM_NULL) {
         status = wait_for_work(s, role);
@@ -567,15 +625,17 @@ int sliding_finish(sliding_t *s)
     if (s->cart_closed) {
         return SLIDING_ERR_FAILED;
     }
-    int ok = sliding_ok(s);
-    int rc = MPIX_Comm_agree(s->cart, &ok);
-    if (rc != MPI_SUCCESS || !ok) {
+    enum { DONE = 1, FILE_WRITTEN = 2 };
+    int flags = (sliding_ok(s) ? DONE : 0) | (checkpoint_file_wait(s) ? FILE_WRITTEN : 0);
+    int rc = MPIX_Comm_agree(s->cart, &flags);
+    if (rc != MPI_SUCCESS || !(flags & DONE)) {
         s->cart_closed = 1;
         if (s->cart_error == MPI_SUCCESS) {
             s->cart_error = rc != MPI_SUCCESS ? rc : MPIX_ERR_REVOKED;
         }
         return SLIDING_ERR_FAILED;
     }
+    checkpoint_file_manifest(s, (flags & FILE_WRITTEN) != 0);
     return sliding_finalize(s);
 }
 
@@ -627,11 +687,7 @@ void sliding_free(sliding_t *s)
         MPI_Comm_free(&s->world);
         MPI_Group_free(&s->world_group);
     }
-    free(s->own.data);
-    free(s->buddy.data);
-    free(s->own_pending.data);
-    free(s->buddy_pending.data);
-    free(s->scratch);
+    checkpoint_free(s);
     free(s->bufs);
     free(s->sizes);
     free(s->map);

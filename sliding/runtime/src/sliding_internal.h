@@ -22,6 +22,8 @@
 
 #define TAG_RELEASE 7301
 #define TAG_STATE 7302
+#define TAG_PARITY 7400  /* + stripe: a data chunk sent to a parity keeper (stripes < 256) */
+#define TAG_REBUILD 7700 /* + stripe: a chunk sent to the rebuilder of a lost checkpoint */
 #define MAX_ATTEMPTS 64
 
 /* A recovery callback and its argument (sliding_on_recovery). */
@@ -59,8 +61,32 @@ struct sliding_runtime {
     void **bufs;
     size_t *sizes;
     size_t total_bytes;
-    copy_t own, buddy, own_pending, buddy_pending;
-    char *scratch;            /* total_bytes, receives during recovery */
+    copy_t own, buddy, own_pending, buddy_pending; /* own: copy_bytes, buddy: total_bytes (buddy policy) */
+    size_t copy_bytes;        /* an own copy: total_bytes, or k * chunk of the smallest k with zeros */
+    char *scratch;            /* copy_bytes, receives during recovery */
+    /* redundancy (sliding_checkpoint.c) */
+    slide_redundancy redundancy;
+    int32_t *domain_of_node;  /* [nodes]: failure domain of each node; NULL: every node its own */
+    struct sliding_code **codes; /* [group size + 1]: erasure codes by group size, made when first used */
+    int max_group;            /* the largest group size slide_groups can give (2G - 1) */
+    char *parity, *parity_pending; /* m chunks of the largest chunk size: the parity this process keeps */
+    char *erasure_scratch;    /* chunks in flight: (m k + m) chunks when encoding, k when rebuilding */
+    size_t erasure_scratch_bytes;
+    int32_t *group_of_rank, *member_of_rank, *group_size, *rank_by_member; /* [ranks]: one map's groups */
+    int32_t *group_first;     /* [ranks]: where a group's members start in rank_by_member */
+    int32_t ngroups;
+    int32_t restore_shift;    /* buddy policy: node rank r's copy is at node rank r + shift in the map
+                               * a recovery restores from (set by checkpoint_lost) */
+    MPI_Request *requests;    /* erasure exchanges */
+    /* the file level (sliding_file.h); file is NULL without a checkpoint directory */
+    struct sliding_file *file;
+    char *file_dir;
+    char grid_text[64], spares_text[64]; /* as given to sliding_create: the manifest's shape */
+    int64_t commits;          /* checkpoints committed since the start or the last recovery: the same
+                               * count at every worker, which sliding_file_due reads */
+    int64_t file_staged;      /* version handed to the writer and not yet in a manifest, -1 none */
+    int64_t file_committed;   /* newest version a manifest names, -1 none */
+    int file_failed;          /* this process's writes or manifest failed: it stops voting for manifests */
     int64_t version;          /* committed checkpoint version, -1 none */
     int cart_closed;          /* every member is done with cart: its last agreement failed */
     int cart_error;           /* the first MPI error recorded on cart since it was built */
@@ -77,7 +103,6 @@ struct sliding_runtime {
 /* sliding.c */
 INTERNAL void killpoint(const sliding_t *s, enum sliding_point point);
 INTERNAL int rank_of_node(const sliding_t *s, int node);
-INTERNAL int buddy_of(const sliding_t *s, int node_rank);
 INTERNAL int lane_rank(const sliding_t *s, int node_rank);
 INTERNAL int alive_rank(const sliding_t *s, int node, int lane);
 INTERNAL void free_cart(sliding_t *s);
@@ -90,11 +115,19 @@ INTERNAL int node_names(MPI_Comm comm, int size, int by_key_option, const long l
                         char ***out);
 
 /* sliding_checkpoint.c */
+INTERNAL int checkpoint_policy(sliding_t *s, const char *redundancy, const char *domains,
+                               const int32_t *file_domains);
+INTERNAL void checkpoint_free(sliding_t *s);
 INTERNAL int checkpoint_allocate(sliding_t *s);
 INTERNAL int checkpoint_encode(sliding_t *s, int64_t version);
 INTERNAL void checkpoint_commit(sliding_t *s);
-INTERNAL int checkpoint_lost(const sliding_t *s, const int32_t *old_map);
+INTERNAL int checkpoint_lost(sliding_t *s, const int32_t *old_map);
 INTERNAL int checkpoint_restore(sliding_t *s, const int32_t *old_map);
+INTERNAL int checkpoint_files(sliding_t *s, const char *dir, long long every);
+INTERNAL int checkpoint_read_file(sliding_t *s, int64_t version);
+INTERNAL int checkpoint_resume(sliding_t *s, int64_t *version);
+INTERNAL int checkpoint_file_wait(sliding_t *s);
+INTERNAL void checkpoint_file_manifest(sliding_t *s, int all_written);
 INTERNAL void checkpoint_count_bytes(const sliding_t *s, const int32_t *old_map, sliding_recovery_times *t);
 
 /* sliding_recover.c */

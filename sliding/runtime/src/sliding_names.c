@@ -14,7 +14,8 @@ static const struct {
     STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included, or "
                              "the same number K on every node (a multiple of the node count)"),
     STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb"),
-    STATUS(SLIDING_ERR_DATA_LOST, "a rank's node and its buddy's node both failed: its checkpoint is lost"),
+    STATUS(SLIDING_ERR_DATA_LOST, "a checkpoint died with every node that kept it or its redundancy (a rank's node "
+                                  "and its buddy's, or more than M members of a group): it is lost"),
     STATUS(SLIDING_ERR_STATE, "call out of order (register before start; checkpoint and recover after it)"),
     STATUS(SLIDING_ERR_MPI, "an MPI call failed for a reason other than a process failure"),
     STATUS(SLIDING_ERR_NOMEM, "out of memory"),
@@ -40,6 +41,14 @@ static const struct {
                                "call sliding_recover"),
     STATUS(SLIDING_ERR_CALLBACK, "a recovery callback returned non-zero or freed the Cartesian communicator at "
                                  "some process: the run cannot go on"),
+    STATUS(SLIDING_ERR_REDUNDANCY, "give a redundancy policy buddy, parity:G or rs:G,M with 1 <= M < G and G at "
+                                   "most the node ranks, and failure domains (a box AxB[xC] of the node grid, or "
+                                   "the coordinate file's domain= field) small enough that every domain's loss "
+                                   "is survivable"),
+    STATUS(SLIDING_ERR_CHECKPOINT_DIR, "the checkpoint directory must be creatable and writable by every process, "
+                                       "and to resume it must hold a complete checkpoint of the same grid, K, "
+                                       "block, rank count and registered bytes (its manifest and rank files "
+                                       "intact)"),
 };
 #undef STATUS
 #define NSTATUSES (int)(sizeof statuses / sizeof statuses[0])
@@ -65,6 +74,7 @@ static const char *const points[] = {
     [SLIDING_POINT_RECOVERY_STATE] = "recovery_state",
     [SLIDING_POINT_RECOVERY_COMMIT] = "recovery_commit",
     [SLIDING_POINT_PROMOTED] = "promoted",
+    [SLIDING_POINT_CHECKPOINT_FILE] = "checkpoint_file",
 };
 #define NPOINTS (int)(sizeof points / sizeof points[0])
 

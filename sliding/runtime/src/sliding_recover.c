@@ -102,9 +102,10 @@ static int recover_once(sliding_t *s)
         MPI_Comm_free(&s->alive);
         s->alive = shrunk;
         killpoint(s, SLIDING_POINT_RECOVERY_AGREE);
-        /* Waiting processes missed the checkpoints taken since they started waiting. */
-        int64_t version = s->version;
-        int rc = MPI_Allreduce(&s->version, &version, 1, MPI_INT64_T, MPI_MAX, s->alive);
+        /* Waiting processes missed the checkpoints (and manifests) taken since they started waiting. */
+        int64_t mine[2] = {s->version, s->file_committed}, newest[2] = {s->version, s->file_committed};
+        int rc = MPI_Allreduce(mine, newest, 2, MPI_INT64_T, MPI_MAX, s->alive);
+        int64_t version = newest[0], file_version = newest[1];
         /* The allreduce can fail at some survivors and succeed at others (a
          * process that dies inside it). Whoever fails revokes, so that nobody
          * stays blocked in it, and all of them agree whether to go on: every
@@ -137,9 +138,15 @@ static int recover_once(sliding_t *s)
             status = SLIDING_ERR_NO_SPARE;
             break;
         }
-        if (version >= 0 && checkpoint_lost(s, old_map)) {
+        /* A checkpoint that no copy in memory can rebuild: every rank goes
+         * back to the newest complete file checkpoint, if there is one. */
+        int from_file = version >= 0 && checkpoint_lost(s, old_map);
+        if (from_file && (!s->file || file_version < 0)) {
             status = SLIDING_ERR_DATA_LOST;
             break;
+        }
+        if (from_file) {
+            version = file_version;
         }
         memcpy(s->map, s->new_map, sizeof(int32_t) * (size_t)s->layout.ranks);
 
@@ -149,9 +156,15 @@ static int recover_once(sliding_t *s)
         t.rebuild += now() - phase;
         killpoint(s, SLIDING_POINT_RECOVERY_STATE);
         phase = now();
+        int file_status = SLIDING_OK;
         if (rc == MPI_SUCCESS && version >= 0) {
             s->version = version;
-            rc = checkpoint_restore(s, old_map);
+            if (from_file) {
+                file_status = s->cart != MPI_COMM_NULL ? checkpoint_read_file(s, version) : SLIDING_OK;
+                rc = file_status == SLIDING_OK ? MPI_SUCCESS : MPI_ERR_FILE;
+            } else {
+                rc = checkpoint_restore(s, old_map);
+            }
             if (rc == MPI_SUCCESS && s->cart != MPI_COMM_NULL) {
                 rc = checkpoint_encode(s, version);
             }
@@ -170,14 +183,26 @@ static int recover_once(sliding_t *s)
 
         killpoint(s, SLIDING_POINT_RECOVERY_COMMIT);
         phase = now();
-        int ok = rc == MPI_SUCCESS;
-        rc = MPIX_Comm_agree(s->alive, &ok);
+        enum { STATE_OK = 1, FILE_READ = 2 };
+        int done = (rc == MPI_SUCCESS ? STATE_OK : 0) | (file_status == SLIDING_OK ? FILE_READ : 0);
+        rc = MPIX_Comm_agree(s->alive, &done);
         t.commit += now() - phase;
-        if (rc == MPI_SUCCESS && ok) {
+        if (rc == MPI_SUCCESS && !(done & FILE_READ)) {
+            status = SLIDING_ERR_CHECKPOINT_DIR; /* a rank's file is damaged or gone: reading again won't help */
+            break;
+        }
+        if (rc == MPI_SUCCESS && (done & STATE_OK)) {
             if (version >= 0) {
                 checkpoint_commit(s);
-                checkpoint_count_bytes(s, old_map, &t);
+                if (!from_file) {
+                    checkpoint_count_bytes(s, old_map, &t);
+                }
             }
+            /* A write staged before the failure may miss the dead ranks' files:
+             * no manifest for it; the workers count checkpoints afresh, together. */
+            s->file_staged = -1;
+            s->commits = 0;
+            s->file_committed = file_version;
             status = SLIDING_OK;
             break;
         }
