@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
 from ..toolchain.ompi import require_prefix
-from ..sliding import core, mapview
+from ..sliding import core, faults, mapview
 from ..sliding.core import make_layout
 from ..ui.table import print_table
 from . import add_block_options
@@ -52,6 +54,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", choices=stencil.LANGUAGES, default="c",
                         help="the stencil's language: jacobi3d.c, .f90 (the Fortran module `sliding`) or .py "
                         "(numpy and mpi4py, the binding sliding/python); all print the same checksum (default c)")
+    parser.add_argument("--redundancy", metavar="POLICY",
+                        help="how each checkpoint survives its node: buddy (a copy on another node), parity:G "
+                        "(groups of G nodes keep erasure-coded parity: any one of a group may die) or rs:G,M "
+                        "(any M of a group may die) (default: the runtime's, buddy; docs/sliding-runtime.md)")
+    parser.add_argument("--domains", metavar="AxB[xC]",
+                        help="failure domains as boxes of that shape in the node grid (a board, a chassis): "
+                        "buddies and groups are drawn across them so that losing one whole box loses no "
+                        "checkpoint (default: every node its own domain, or the domain=LABEL fields of "
+                        "--node-coords)")
+    parser.add_argument("--checkpoint-dir", metavar="DIR",
+                        help="the file level: every Nth committed checkpoint of the run with failures is also "
+                        "written to DIR (an existing writable folder); a recovery that cannot rebuild a "
+                        "checkpoint in memory rolls back to the newest one, and a run given a DIR that already "
+                        "holds one resumes from it (the failure-free run writes to a temporary folder)")
+    parser.add_argument("--file-every", type=int, metavar="N",
+                        help="with --checkpoint-dir: every Nth committed checkpoint goes to files (default: "
+                        "the runtime's, 4)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
 
 
@@ -68,6 +87,21 @@ def substitution_report(grid: str, spares: str, failed: list[int], block: tuple[
             print(f"  {r.error}")
 
 
+def check_resumable(directory: Path | None, grid: str, ranks_per_node: int) -> None:
+    """A checkpoint directory that already holds a checkpoint (its manifest, sliding_file.h) must be of
+    this node grid and K, or the run cannot resume from it: one-line FtslideError before anything
+    starts (the runtime checks the block and sizes too, at the start)."""
+    try:
+        text = (directory / "manifest").read_text() if directory is not None else ""
+    except OSError:
+        return
+    fields = dict(line.partition(" ")[::2] for line in text.splitlines())
+    if fields.get("grid", grid) != grid or fields.get("ranks_per_node", str(ranks_per_node)) != str(ranks_per_node):
+        raise FtslideError(f"--checkpoint-dir {directory} holds a checkpoint of grid {fields.get('grid')} with "
+                           f"{fields.get('ranks_per_node')} processes per node, not {grid} with {ranks_per_node}: "
+                           "give an empty folder or the same layout")
+
+
 def run(args: argparse.Namespace) -> int:
     kills = args.kill or [stencil.parse_kill(k) for k in DEFAULT_KILLS]
     args.method = args.method or core.Method.HYBRID.label
@@ -80,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
             raise FtslideError(f"--kill {node}@{point}: the grid {args.grid} has nodes 0..{nodes - 1}")
     nodes_as = stencil.node_options(args.grid, args.spares, args.ranks_per_node, args.block,
                                     coords=args.node_coords)
+    if args.file_every is not None and args.checkpoint_dir is None:
+        raise FtslideError(f"--file-every {args.file_every} sets the file level's interval: give --checkpoint-dir DIR")
+    checkpoints = stencil.checkpoint_options(args.grid, args.spares, args.redundancy, args.domains,
+                                             args.checkpoint_dir, args.file_every, nodes_as=nodes_as)
+    check_resumable(checkpoints.directory, args.grid, args.ranks_per_node)
     prefix = require_prefix()
     program = stencil.build(prefix, args.lang)
     common = dict(n=args.n, iterations=args.iterations, checkpoint_every=args.checkpoint_every,
@@ -90,15 +129,24 @@ def run(args: argparse.Namespace) -> int:
     processes = f"{nodes} processes" if k == 1 else \
         f"{nodes * k} processes ({nodes} nodes x {k}, blocks of {core.block_text(block or ())})"
     language = "" if args.lang == "c" else f", jacobi3d in {args.lang}"
+    policy = f", redundancy {args.redundancy}" if args.redundancy else ""
+    policy += f", domains {args.domains}" if args.domains else ""
+    resumes = faults.manifest_version(checkpoints.directory)
+    if checkpoints.directory is not None:
+        policy += f", file level in {checkpoints.directory} every {args.file_every or faults.DEFAULT_FILE_EVERY}" + \
+            (f" (resuming from its checkpoint {resumes})" if resumes is not None else "")
     print(f"ftslide demo: {args.grid}, spares {args.spares}, method {args.method}{language}: {processes}, "
-          f"{args.iterations} iterations, checkpoint every {args.checkpoint_every}", flush=True)
-    reference = stencil.run(prefix, args.grid, args.spares, args.method, **common)
+          f"{args.iterations} iterations, checkpoint every {args.checkpoint_every}{policy}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ftslide-demo-") as scratch:  # the failure-free run's file level
+        reference = stencil.run(prefix, args.grid, args.spares, args.method, **common,
+                                checkpoints=checkpoints.with_directory(
+                                    Path(scratch) if checkpoints.directory is not None else None))
     if reference.checksum is None:
         raise FtslideError(f"the failure-free run failed (exit {reference.returncode}): "
                            f"{'; '.join(map(str, reference.errors)) or 'no checksum printed'}")
     print(f"failure-free run: checksum {reference.checksum}", flush=True)
     started = time.monotonic()
-    faulty = stencil.run(prefix, args.grid, args.spares, args.method, kills, **common)
+    faulty = stencil.run(prefix, args.grid, args.spares, args.method, kills, **common, checkpoints=checkpoints)
     elapsed = time.monotonic() - started
     print(f"run with SIGKILL at {spec}: {len(faulty.recoveries)} recoveries, {elapsed:.1f} s")
     if faulty.recoveries:

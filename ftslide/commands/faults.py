@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -25,7 +26,9 @@ NAME = "faults"
 HELP = ("run a seeded fault-injection campaign: an example application of the sliding runtime (the Jacobi "
         "stencil jacobi3d, or the 2D heat stencil heat2d, --app) with SIGKILLs at every phase "
         "(iterations, checkpoints, each step of a recovery, a spare's promotion, more failures than "
-        "spares); reports per run where the kills landed (a run where a planned kill did not is "
+        "spares) and correlated kills (a node with its redundancy partners, a whole failure domain, two "
+        "nodes in one recovery, a node writing the file level) under a chosen redundancy policy; reports "
+        "per run where the kills landed (a run where a planned kill did not is "
         "'missed'), whether it recovered with the failure-free checksum (and heat2d's own check), hangs "
         "(with stacks) and leftovers")
 
@@ -45,8 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default hybrid,routed,slide1d,simple)")
     parser.add_argument("--phases", default="all",
                         help="comma-separated phases run in turn: iteration, simultaneous, each kill point "
-                        "of the runtime (checkpoint, waiting, the steps of a recovery, promoted), exhaust "
-                        "(default all; docs/testing.md)")
+                        "of the runtime (checkpoint, waiting, the steps of a recovery, promoted), exhaust, "
+                        "then the correlated ones: partners (a node and its buddy, or another member of its "
+                        "group, at once), overrun (M+1 members of one group), domain (every node of a failure "
+                        "domain; needs --domains), same_recovery (a second node dies at recovery_agree or "
+                        "recovery_state), checkpoint_file (a node writing the file level; needs --file-level); "
+                        "default all: every phase that applies (overrun only where M >= 2) (docs/testing.md)")
     parser.add_argument("--iterations", type=int, default=defaults.iterations)
     parser.add_argument("--timeout", type=float, default=defaults.timeout,
                         help=f"seconds per run before it counts as a hang (default {defaults.timeout:g})")
@@ -64,6 +71,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load", type=int, default=defaults.load, metavar="N",
                         help=f"N busy processes (CPU spinners) beside the runs, 0 to {faults.MAX_LOAD} "
                         f"(default {defaults.load})")
+    parser.add_argument("--redundancy", metavar="POLICY",
+                        help="how the runtime keeps each checkpoint alive: buddy (a copy on another node), "
+                        "parity:G (groups of G nodes, any one may die) or rs:G,M (any M of a group may die) "
+                        "(default: the runtime's, buddy); the judge holds each run to what the policy promises")
+    parser.add_argument("--domains", metavar="AxB[xC]",
+                        help="failure domains: boxes of that shape in the node grid; buddies and groups are "
+                        "drawn across them (default: every node its own domain)")
+    parser.add_argument("--file-level", action="store_true",
+                        help="write the runtime's file level: each run gets a fresh, empty checkpoint "
+                        "directory (removed after it), so that a recovery that cannot rebuild a checkpoint in "
+                        "memory rolls back to the newest file checkpoint")
+    parser.add_argument("--checkpoint-dir", metavar="DIR",
+                        help="with the file level (implies --file-level): create each run's checkpoint "
+                        "directory inside DIR, an existing writable folder (e.g. on a shared file system), "
+                        "instead of the temporary folder")
+    parser.add_argument("--file-every", type=int, metavar="N",
+                        help="with the file level: every Nth committed checkpoint goes to files (default: the "
+                        f"runtime's, {faults.DEFAULT_FILE_EVERY})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -72,13 +97,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
     methods = tuple(m.strip() for m in args.method.split(",") if m.strip()) if args.method is not None else \
         faults.default_methods()
-    phases = faults.phases() if args.phases.strip() == "all" else \
-        tuple(p.strip() for p in args.phases.split(",") if p.strip())
+    phases = tuple(p.strip() for p in args.phases.split(",") if p.strip())
     grid, spares = faults.DEFAULT_LAYOUTS[args.app]
-    return faults.Campaign(grid=args.grid or grid, spares=args.spares or spares, methods=methods, phases=phases,
-                           runs=args.runs, seed=args.seed, iterations=args.iterations, timeout=args.timeout,
-                           whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node, block=args.block,
-                           lang=args.lang, app=args.app, load=args.load)
+    campaign = faults.Campaign(grid=args.grid or grid, spares=args.spares or spares, methods=methods,
+                               phases=phases, runs=args.runs, seed=args.seed, iterations=args.iterations,
+                               timeout=args.timeout, whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node,
+                               block=args.block, lang=args.lang, app=args.app, load=args.load,
+                               redundancy=args.redundancy, domains=args.domains, file_level=args.file_level,
+                               checkpoint_dir=args.checkpoint_dir, file_every=args.file_every)
+    if args.phases.strip() == "all":
+        faults.check(dataclasses.replace(campaign, phases=faults.phases()))  # the policy's one-line errors first
+        campaign = dataclasses.replace(campaign, phases=faults.phases_for(campaign))
+    return campaign
 
 
 def kills_text(kills) -> str:
@@ -116,17 +146,24 @@ def run(args: argparse.Namespace) -> int:
         per_node = "" if campaign.ranks_per_node == 1 else f", {campaign.ranks_per_node} processes per node"
         language = "" if campaign.lang == "c" else f" in {campaign.lang}"
         load = f", {campaign.load} busy processes beside" if campaign.load else ""
-        print(f"ftslide faults: {campaign.app}{language}, {campaign.grid}, spares {campaign.spares}{per_node}{load}, "
-              f"{campaign.runs} runs, seed {campaign.seed}; failure-free checksum {reference}")
-        print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "recoveries", "ms", "s",
-                     "leftovers"],
+        policy = f", redundancy {campaign.redundancy or 'buddy'}" + \
+            (f", domains {campaign.domains}" if campaign.domains else "") + \
+            (f", file level every {campaign.file_every or faults.DEFAULT_FILE_EVERY}" if campaign.files() else "")
+        print(f"ftslide faults: {campaign.app}{language}, {campaign.grid}, spares {campaign.spares}{per_node}{load}"
+              f"{policy}, {campaign.runs} runs, seed {campaign.seed}; failure-free checksum {reference}")
+        print_table(["#", "phase", "method", "kills planned", "landed", "outcome", "promised", "recoveries", "ms",
+                     "s", "leftovers"],
                     [[r.index, r.phase, r.method, kills_text(r.kills), kills_text(sorted(r.landed.items())),
-                      r.outcome + ("" if r.ok else " (!)"), r.recoveries,
+                      r.outcome + ("" if r.ok else " (!)") +
+                      (f" (from file {r.rolled_back_to})" if r.rolled_back_to is not None else ""),
+                      {True: "yes", False: "no", None: "-"}[r.promised], r.recoveries,
                       " ".join(f"{ms:.0f}" for ms in r.recovery_ms) or "-", r.seconds,
                       len(r.leftovers) or "-"] for r in records])
         s = report["summary"]
-        print(f"\n{s['runs']} runs: {s['recovered']} recovered, {s['out_of_spares']} out of spares, "
-              f"{s['data_lost']} lost a checkpoint (both buddies dead), {s['missed']} missed a planned kill, "
+        print(f"\n{s['runs']} runs: {s['recovered']} recovered ({s['rolled_back']} from a file checkpoint), "
+              f"{s['out_of_spares']} out of spares, {s['data_lost']} lost a checkpoint "
+              f"({s['data_lost_promised']} where the policy promised survival), "
+              f"{s['missed']} missed a planned kill, "
               f"{s['hangs']} hangs, {s['wrong_checksums']} wrong checksums, {s['errors']} errors, "
               f"{s['leftovers']} with leftovers; "
               f"{s['ok']} as they should be ((!) marks the others); {s['kills_landed']} of {s['kills_planned']} "

@@ -15,6 +15,17 @@ only points a run reaches whatever its timing; both applications pass the same p
 grid neighbours every iteration, which the plans rely on.
 With ``load`` N, N busy processes (CPU spinners) run beside the campaign's launches.
 
+Redundancy. A campaign may choose the runtime's redundancy policy (``redundancy``: ``buddy``, the
+default, ``parity:G`` or ``rs:G,M``), failure domains as boxes of the node grid (``domains``:
+``2x2x1``), and the file level (``file_level``: a fresh checkpoint directory per run, inside
+``checkpoint_dir`` if given, every ``file_every``-th committed checkpoint written there). The
+judge then asks of a run that stopped with the checkpoint-lost error that the policy could not
+rebuild the failures that landed from memory (under the map of the last committed checkpoint,
+``memory_loss``) and that no file checkpoint existed (the run's directory holds no manifest);
+and of a run that rolled back to a file checkpoint that it finished with the failure-free
+checksum. Every record says whether the policy promised survival of the kills that landed
+(``promised``: no rank lost with every copy of its checkpoint, or a manifest to roll back to).
+
 Phases (where the kill that matters lands; every run also has a first failure at an iteration so
 that a recovery happens, except where the phase is that first failure):
 
@@ -29,6 +40,22 @@ that a recovery happens, except where the phase is that first failure):
 - ``promoted``: the spare that the first recovery promotes dies as soon as it has its rank;
 - ``exhaust``: nodes holding ranks die in stages that the run takes one after the other, until one
   more than the spares (or the first failure the method cannot place) has died (``exhaust_kills``).
+
+Correlated phases (``correlated_phases``; ``phases_for`` says which apply to a campaign), each
+under the map of the first failure's checkpoint (the initial map). "At once" means: the first
+victim dies at the start of a random iteration, the others as the recovery that follows starts
+(``recovery_start``, before anything is committed: to the checkpoints the same as dying together),
+or, for ``partners`` drawn half the time, at the same iteration where each keeps its rank after
+the other's failure (either may then be recovered first):
+
+- ``partners``: a node and its redundancy partner at once (buddy: the node holding its rank's copy
+  or whose copy it holds, core.buddy_shift; erasure: another member of its group, core.groups);
+- ``overrun``: M + 1 members of one group at once (buddy and parity: the same as partners);
+- ``domain``: every node of the first victim's failure domain at once (needs ``domains``);
+- ``same_recovery``: a node dies at an iteration or inside the second checkpoint, and another (one of its
+  partners half the time) at ``recovery_agree`` or ``recovery_state`` of the recovery that follows;
+- ``checkpoint_file``: a node dies as a committed copy is about to go to the file level (needs the
+  file level).
 
 With ``ranks_per_node`` K > 1 every node runs K processes (a block of the rank grid) and every kill
 takes all K processes of the victim's node at once (``sliding_killpoint``: the first of them to reach
@@ -52,6 +79,7 @@ import itertools
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,16 +95,43 @@ from . import runtime as stencil
 from . import core
 from .core import SlideError, compute_map, make_block, make_layout
 
-__all__ = ["phases", "default_methods", "DEFAULT_LAYOUTS", "MAX_LOAD", "Campaign", "RunRecord", "check", "plan",
+__all__ = ["phases", "correlated_phases", "all_phases", "phases_for", "Protection", "partners_of",
+           "buddy_pairing", "lost_in_memory", "memory_loss", "checkpoint_committed", "manifest_version", "run_directory",
+           "correlated_kills", "DEFAULT_FILE_EVERY", "default_methods", "DEFAULT_LAYOUTS", "MAX_LOAD", "Campaign",
+           "RunRecord", "check", "plan",
            "halo_diameter", "exhaust_kills", "busy",
            "stage_check", "holds_rank", "absorbable", "buddies_lost", "buddies_among", "runtime_files", "in_use",
            "leftovers", "missed_kills", "unplanned_kills", "judge", "killed_in", "run_campaign", "summary", "as_json"]
 
 
 def phases() -> tuple[str, ...]:
-    """Every phase, in the order a campaign takes them: iteration, simultaneous, each of the
-    runtime's kill points (sliding_names.h), exhaust."""
-    return ("iteration", "simultaneous", *stencil.runtime_points(), "exhaust")
+    """The phases of a campaign with the runtime's default checkpoints, in the order a campaign takes
+    them: iteration, simultaneous, each of the runtime's kill points (sliding_names.h) but the file
+    level's, exhaust. correlated_phases() come after them."""
+    files = stencil.Point.CHECKPOINT_FILE.label
+    return ("iteration", "simultaneous", *(p for p in stencil.runtime_points() if p != files), "exhaust")
+
+
+def correlated_phases() -> tuple[str, ...]:
+    """The phases of correlated kills (the module's docstring), in the order a campaign takes them."""
+    return ("partners", "overrun", "domain", "same_recovery", stencil.Point.CHECKPOINT_FILE.label)
+
+
+def all_phases() -> tuple[str, ...]:
+    """Every phase a campaign may name: phases(), then correlated_phases()."""
+    return (*phases(), *correlated_phases())
+
+
+def phases_for(campaign: "Campaign") -> tuple[str, ...]:
+    """The phases ``--phases all`` means for ``campaign``: phases(), then the correlated phases that
+    apply: partners and same_recovery always, overrun where a group may lose two members or more
+    (buddy and parity: partners already kills M + 1), domain with domains, checkpoint_file with the
+    file level."""
+    lose = core.parse_redundancy(campaign.redundancy or "buddy").lose
+    wanted = {"partners", "same_recovery"} | ({"overrun"} if lose >= 2 else set()) | \
+        ({"domain"} if campaign.domains else set()) | \
+        ({stencil.Point.CHECKPOINT_FILE.label} if campaign.files() else set())
+    return (*phases(), *(p for p in correlated_phases() if p in wanted))
 
 
 def default_methods() -> tuple[str, ...]:
@@ -89,6 +144,7 @@ def default_methods() -> tuple[str, ...]:
 # field: a 3x3 rank grid of uneven tiles and the spare line x:1 (12 nodes, as jacobi3d's).
 DEFAULT_LAYOUTS = {"jacobi3d": ("torus:3x2x2", "x:1"), "heat2d": ("mesh:4x3", "x:1")}
 MAX_LOAD = 64  # busy processes beside the runs, at most
+DEFAULT_FILE_EVERY = 4  # the runtime's file level interval unless told (sliding.h: sliding_file_every)
 
 
 @dataclass
@@ -112,11 +168,45 @@ class Campaign:
     lang: str = "c"            # the example's language (stencil.LANGUAGES)
     app: str = "jacobi3d"      # the example application (stencil.APPS)
     load: int = 0              # busy processes beside the runs (busy)
+    redundancy: str | None = None   # the runtime's policy: buddy (None: its default), parity:G, rs:G,M
+    domains: str | None = None      # failure domains, a box of the node grid (2x2x1); None: each node its own
+    file_level: bool = False        # a fresh checkpoint directory per run (in checkpoint_dir if given)
+    checkpoint_dir: str | None = None  # where the runs' directories go (implies the file level)
+    file_every: int | None = None   # every Nth committed checkpoint to files (None: the runtime's 4)
 
     def nodes_as(self) -> stencil.NodeOptions:
         """How the campaign's processes form nodes (checked: FtslideError for a bad K or block)."""
         return stencil.node_options(self.grid, self.spares, self.ranks_per_node, self.block,
                                     emulate=not self.whole_nodes)
+
+    def files(self) -> bool:
+        """Whether the runs write a file level."""
+        return self.file_level or self.checkpoint_dir is not None
+
+    def checkpoints_as(self) -> stencil.CheckpointOptions:
+        """The runtime's checkpoint options of every run, without a directory (each run gets its own;
+        checked: FtslideError for a bad policy, domain box, placement or interval)."""
+        return stencil.checkpoint_options(self.grid, self.spares, self.redundancy, self.domains,
+                                          file_every=self.file_every, nodes_as=self.nodes_as())
+
+    def protection(self) -> "Protection":
+        """What the judge needs to know of the campaign's checkpoints."""
+        layout = make_layout(self.grid, self.spares)
+        domains = core.block_domains(layout, self.domains)[0] if self.domains else None
+        return Protection(core.parse_redundancy(self.redundancy or "buddy"), domains, self.files(),
+                          self.checkpoint_every)
+
+
+@dataclass(frozen=True)
+class Protection:
+    """How a run's checkpoints survive failures: the redundancy ``policy``, the failure domain of
+    each grid node (``domains``; None: every node its own), whether a file level is written, and the
+    checkpoint interval (a failure before the first checkpoint loses nothing)."""
+
+    policy: core.Redundancy = core.Redundancy("buddy", 2, 1)
+    domains: Sequence[int] | None = None
+    file_level: bool = False
+    checkpoint_every: int = 5
 
 
 LOST_DAEMON = "prterun: lost daemon"  # mpirun's notice per lost node (docs/nodeloss.md)
@@ -140,6 +230,11 @@ class RunRecord:
     recoveries: int = 0
     recovery_ms: list[float] = field(default_factory=list)  # total time of each recovery
     daemons_lost: int = 0  # whole-node runs: nodes whose daemon mpirun reported lost
+    # whether the policy promised survival of the kills that landed: no rank's checkpoint lost in memory
+    # (memory_loss), or a file checkpoint to roll back to; None where the judge could not tell (a hang)
+    promised: bool | None = None
+    manifest: int | None = None        # the version the run's file level names after it (None: none)
+    rolled_back_to: int | None = None  # the iteration a recovery resumed from a file checkpoint
     leftovers: list[str] = field(default_factory=list)
     stacks: str = ""
     stderr_tail: str = ""  # the last lines mpirun printed, for runs that are not as they should be
@@ -158,10 +253,31 @@ def check(campaign: Campaign) -> None:
     if campaign.iterations < 2 * campaign.checkpoint_every + 2:
         raise FtslideError(f"--iterations {campaign.iterations} is too short: at least two checkpoints "
                            f"(every {campaign.checkpoint_every}) and room after them are needed")
-    unknown = [p for p in campaign.phases if p not in phases()]
+    unknown = [p for p in campaign.phases if p not in all_phases()]
     if unknown or not campaign.phases:
         raise FtslideError(f"unknown phase {', '.join(map(repr, unknown)) or '(none)'}: choose from "
-                           f"{', '.join(phases())}")
+                           f"{', '.join(all_phases())}")
+    campaign.checkpoints_as()  # the policy, domains and interval, as the runtime will check them
+    if campaign.checkpoint_dir is not None:
+        folder = Path(campaign.checkpoint_dir)
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise FtslideError(f"--checkpoint-dir {folder}: not a writable folder (each run writes a directory "
+                               "of its own inside it): create it or choose another")
+    if campaign.file_every is not None and not campaign.files():
+        raise FtslideError(f"--file-every {campaign.file_every} sets the file level's interval: give --file-level "
+                           "or --checkpoint-dir DIR too")
+    if "domain" in campaign.phases and not campaign.domains:
+        raise FtslideError("the phase domain kills a whole failure domain: give --domains AxB[xC]")
+    files = stencil.Point.CHECKPOINT_FILE.label
+    if files in campaign.phases:
+        if not campaign.files():
+            raise FtslideError(f"the phase {files} kills a node writing the file level: give --file-level or "
+                               "--checkpoint-dir DIR")
+        every = campaign.file_every or DEFAULT_FILE_EVERY
+        if every * campaign.checkpoint_every >= campaign.iterations:
+            raise FtslideError(f"the phase {files} needs a checkpoint written to files: with --file-every {every} "
+                               f"the first is at iteration {every * campaign.checkpoint_every}, give more "
+                               f"--iterations than {campaign.iterations} or a smaller --file-every")
     for method in campaign.methods:
         stencil.node_count(campaign.grid, campaign.spares, method)  # one-line errors for bad input
     nodes_as = campaign.nodes_as()
@@ -191,7 +307,11 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
     kills: list[tuple[int, str]] = [(first, stencil.iteration_point(iteration))]
     others = [n for n in range(layout.nodes) if n != first and n not in spared]
     point = stencil.Point
-    if phase == "simultaneous":
+    if phase in correlated_phases():
+        # past the first checkpoint, so that there is a checkpoint to lose (the same draws otherwise)
+        iteration = max(iteration, min(campaign.checkpoint_every, last))
+        kills = correlated_kills(campaign, phase, method, rng, layout, first, iteration, spared)
+    elif phase == "simultaneous":
         # either may be recovered first and the other go back to its iteration: it must keep its rank
         pair = [w for w in workers if w != first and holds_rank(layout, method, w, [first])
                 and holds_rank(layout, method, first, [w])]
@@ -217,9 +337,47 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
     elif phase == "exhaust":
         diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block),
                                  stencil.HALOS_WRAP[campaign.app])
+        protection = campaign.protection()
         kills = exhaust_kills(layout, method, rng, first, [n for n in range(layout.nodes) if n not in spared],
-                              last, campaign.checkpoint_every, diameter)
+                              last, campaign.checkpoint_every, diameter,
+                              lost=lambda mapping, nodes: lost_in_memory(layout, mapping, protection, nodes))
     return phase, method, kills
+
+
+def correlated_kills(campaign: Campaign, phase: str, method: str, rng: random.Random, layout, first: int,
+                     iteration: int, spared: set[int]) -> list[tuple[int, str]]:
+    """The kills of a correlated phase (the module's docstring) whose first victim is worker ``first``
+    at the start of ``iteration``; nodes of ``spared`` never die."""
+    point = stencil.Point
+    at_iteration = (first, stencil.iteration_point(iteration))
+    protection = campaign.protection()
+    initial = layout.initial_map()
+    partners = [n for n in partners_of(layout, initial, protection, first) if n not in spared]
+    if phase == point.CHECKPOINT_FILE.label:
+        return [(first, phase)]
+    if phase == "partners":
+        if not partners:
+            return [at_iteration]
+        partner = rng.choice(partners)
+        together = holds_rank(layout, method, partner, [first]) and holds_rank(layout, method, first, [partner])
+        same = together and rng.random() < 0.5
+        return [at_iteration, (partner, at_iteration[1] if same else point.RECOVERY_START.label)]
+    if phase == "overrun":
+        others = rng.sample(partners, min(len(partners), protection.policy.lose))
+        return [at_iteration, *((node, point.RECOVERY_START.label) for node in sorted(others))]
+    if phase == "domain":
+        box = protection.domains[first] if protection.domains is not None else -1
+        others = [n for n in range(layout.nodes) if n != first and n not in spared
+                  and protection.domains is not None and protection.domains[n] == box]
+        return [at_iteration, *((node, point.RECOVERY_START.label) for node in others)]
+    # same_recovery: the second victim at a step of the recovery the first starts (after the map only
+    # where the method places the first failure: the steps after it come only then)
+    # inside the second checkpoint (the first committed, its copies there to lose), or at an iteration
+    start = at_iteration if rng.random() < 0.5 else (first, f"{point.CHECKPOINT.label}#2")
+    others = [n for n in range(layout.nodes) if n != first and n not in spared]
+    second = rng.choice(partners if partners and rng.random() < 0.5 else others)
+    steps = [point.RECOVERY_AGREE.label] + ([point.RECOVERY_STATE.label] if absorbable(layout, method, [first]) else [])
+    return [start, (second, rng.choice(steps))]
 
 
 # exhaust_kills' limits: kills in one stage (whose orders it follows, 4! at most), orders of the failures
@@ -240,7 +398,8 @@ def halo_diameter(layout, block: Sequence[int], wrap: bool = True) -> int:
 
 
 def exhaust_kills(layout, method: str, rng: random.Random, first: int, nodes: Sequence[int], last: int,
-                  every: int, diameter: int) -> list[tuple[int, str]]:
+                  every: int, diameter: int,
+                  lost: Callable[[Sequence[int], Sequence[int]], bool] | None = None) -> list[tuple[int, str]]:
     """The kills of the ``exhaust`` phase: nodes of ``nodes`` holding a rank die at the start of
     iterations 1..last, ``first`` first, initial workers before promoted spares, until one more
     failure than the spares (or the first failure the method may not place) has been planned.
@@ -257,7 +416,9 @@ def exhaust_kills(layout, method: str, rng: random.Random, first: int, nodes: Se
     no two of them hold buddy ranks (the run would end with a checkpoint lost). A failure that some
     order cannot place ends the run, so it is the last kill, in a stage of its own. Where the stages
     cannot take enough failures (many spares, few iterations) or following the orders would take more
-    than MAP_BUDGET maps, the plan stops short of the spares and the run may recover.
+    than MAP_BUDGET maps, the plan stops short of the spares and the run may recover. ``lost(mapping,
+    nodes)`` says whether the death of ``nodes`` together loses a checkpoint under ``mapping``
+    (default buddies_among: buddy copies without domains).
     Cost: compute_map once per distinct order of failures, at most MAP_BUDGET times; once per kill
     where every stage has one."""
     maps: dict[tuple[int, ...], list[int] | None] = {}
@@ -304,7 +465,7 @@ def exhaust_kills(layout, method: str, rng: random.Random, first: int, nodes: Se
                 break
             victim = first if not kills and not stage and first in pool else rng.choice(pool)
             tried.add(victim)
-            verdict = stage_check(map_after, orders, [*stage, victim])
+            verdict = stage_check(map_after, orders, [*stage, victim], lost)
             if verdict == "ends" and stage:
                 break  # the failure that may end the run gets a stage of its own
             if verdict == "misses":
@@ -326,11 +487,13 @@ def stage_orders(stage: Sequence[int]) -> list[tuple[int, ...]]:
 
 
 def stage_check(map_after: Callable[[tuple[int, ...]], list[int] | None], orders: Sequence[tuple[int, ...]],
-                stage: Sequence[int]) -> str:
+                stage: Sequence[int], lost: Callable[[Sequence[int], Sequence[int]], bool] | None = None) -> str:
     """Whether the nodes of ``stage``, killed at one iteration after the failures of ``orders``, all
     die there: "ok"; "misses" when, after some order and some of the stage's failures recovered first,
     a node of the stage left holds no rank or two hold buddy ranks; else "ends" when some order cannot
-    place some of the stage's failures (the run may end there, out of spares)."""
+    place some of the stage's failures (the run may end there, out of spares). ``lost`` as
+    exhaust_kills takes it (default buddies_among)."""
+    lost = lost or buddies_among
     ends = False
     for order in orders:
         for perm in stage_orders(stage):
@@ -340,7 +503,7 @@ def stage_check(map_after: Callable[[tuple[int, ...]], list[int] | None], orders
                     ends = True
                     break
                 left = perm[done:]
-                if any(node not in mapping for node in left) or buddies_among(mapping, left):
+                if any(node not in mapping for node in left) or lost(mapping, left):
                     return "misses"
     return "ends" if ends else "ok"
 
@@ -378,6 +541,113 @@ def buddies_among(mapping: Sequence[int], nodes: Iterable[int]) -> bool:
     ranks, holder = len(mapping), {node: rank for rank, node in enumerate(mapping)}
     dead = {holder[node] for node in nodes if node in holder}
     return any((rank + ranks // 2) % ranks in dead for rank in dead)
+
+
+def buddy_pairing(layout, mapping: Sequence[int], domains: Sequence[int] | None) -> int:
+    """The shift h of the runtime's buddy pairing under ``mapping`` (node rank r's copy on the node of
+    r + h): half the node ranks, or with domains core.buddy_shift's (half again where none works, as
+    sliding_checkpoint.c falls back)."""
+    ranks = len(mapping)
+    if domains is None or ranks < 2:
+        return ranks // 2
+    try:
+        return core.buddy_shift(layout, list(mapping), list(domains))
+    except SlideError:
+        return ranks // 2
+
+
+def partners_of(layout, mapping: Sequence[int], protection: Protection, node: int) -> list[int]:
+    """The nodes whose death together with ``node``'s costs a rank its checkpoint under ``mapping``
+    (node rank -> node) with one more failure (buddy: the node holding the copy of ``node``'s rank
+    and the one whose copy it holds; erasure: the other members of its group), ascending; none if
+    ``node`` holds no rank. Cost O(ranks log ranks)."""
+    holder = {n: r for r, n in enumerate(mapping)}
+    if node not in holder:
+        return []
+    rank, ranks, policy = holder[node], len(mapping), protection.policy
+    if policy.kind == "buddy":
+        shift = buddy_pairing(layout, mapping, protection.domains)
+        return sorted({mapping[(rank + shift) % ranks], mapping[(rank - shift) % ranks]} - {node})
+    try:
+        found = core.groups(layout, list(mapping), protection.domains, policy.group, policy.lose)
+    except SlideError:
+        return []
+    return sorted(mapping[r] for r in found.members(found.group_of_rank[rank]) if mapping[r] != node)
+
+
+def lost_in_memory(layout, mapping: Sequence[int], protection: Protection, dead: Iterable[int]) -> bool:
+    """Whether the death of the nodes ``dead`` costs some rank every copy of a checkpoint taken under
+    ``mapping`` (sliding_checkpoint.c's checkpoint_lost): buddy, a node rank and its buddy both dead;
+    parity:G and rs:G,M, a group (core.groups, across the domains) with more than M dead members. A
+    map the groups cannot be drawn for counts as lost (the runtime commits no checkpoint under it).
+    Cost O(ranks log ranks)."""
+    dead = set(dead)
+    ranks, policy = len(mapping), protection.policy
+    if policy.kind == "buddy":
+        shift = buddy_pairing(layout, mapping, protection.domains)
+        return any(mapping[r] in dead and mapping[(r + shift) % ranks] in dead for r in range(ranks))
+    try:
+        found = core.groups(layout, list(mapping), protection.domains, policy.group, policy.lose)
+    except SlideError:
+        return True
+    return any(sum(mapping[r] in dead for r in found.members(g)) > policy.lose for g in range(len(found.sizes)))
+
+
+def checkpoint_committed(landed: dict[int, str], recoveries: Sequence[stencil.Recovery], every: int) -> bool:
+    """Whether a checkpoint had been committed when the failures of ``landed`` came (before the first,
+    a recovery starts from the initial values and loses nothing): a recovery resumed past iteration
+    0, a node died at the start of an iteration at or past the first checkpoint's (``every``), or
+    one died inside a checkpoint after the first (``checkpoint#2``) or taking a committed copy to the
+    file level."""
+    if any(r.resume_iteration > 0 for r in recoveries):
+        return True
+    for point in landed.values():
+        name, _, rest = point.partition("#")[0].partition("=")
+        if name == stencil.Point.ITER.label and rest.isdigit() and int(rest) >= every:
+            return True
+        if name == stencil.Point.CHECKPOINT_FILE.label:
+            return True
+        occurrence = point.partition("#")[2]
+        if name == stencil.Point.CHECKPOINT.label and occurrence.isdigit() and int(occurrence) >= 2:
+            return True
+    return False
+
+
+def memory_loss(layout, method: str, protection: Protection, recoveries: Sequence[stencil.Recovery],
+                landed: dict[int, str]) -> int | None:
+    """Which recovery found a checkpoint lost in memory (``lost_in_memory``): the index in
+    ``recoveries`` of the one that resumed from the file level, ``len(recoveries)`` for the failures
+    after the last recovery that printed its line (the run's end: recovered, or the checkpoint-lost
+    error), None if none. Each recovery's checkpoint was taken under the map after the failures the
+    recovery before agreed (a recovery commits the redundancy under its new map), and every node that
+    died since counts. Cost: a map and the groups per recovery."""
+    if not checkpoint_committed(landed, recoveries, protection.checkpoint_every):
+        return None
+    agreed: list[int] = []
+    for index, recovery in enumerate([*recoveries, None]):
+        try:
+            mapping = compute_map(layout, method, agreed)
+        except SlideError:
+            return None
+        dead = set(recovery.failed) if recovery is not None else set(landed) | set(agreed)
+        if lost_in_memory(layout, mapping, protection, dead):
+            return index
+        if recovery is not None:
+            agreed = recovery.failed
+    return None
+
+
+def manifest_version(directory: Path | None) -> int | None:
+    """The version a file level's manifest names (sliding_file.h), None without one."""
+    try:
+        text = (Path(directory) / "manifest").read_text() if directory is not None else ""
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "version" and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def runtime_files() -> set[str]:
@@ -443,14 +713,17 @@ def missed_kills(planned: Sequence[tuple[int, str]], landed: dict[int, str]) -> 
 
 
 def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
-          whole_nodes: bool = False) -> None:
+          whole_nodes: bool = False, protection: Protection | None = None) -> None:
     """Fill ``record``'s outcome from ``run``: recovered with the failure-free ``reference`` checksum
     (and not refused by the program's own check, ``run.valid``) and exactly the dead agreed, or out
     of spares exactly when ``method`` cannot absorb the failures that landed, or data lost exactly
-    when two buddies died; each of those only if every planned kill landed, else ``missed`` (the run
-    did not have the failures its phase is about). A kill that was not planned, or anything else, is
-    an error. Cost: a few maps of the core."""
-    judge_end(record, run, reference, layout, method, whole_nodes)
+    when the ``protection``'s policy could not rebuild a checkpoint from memory (default: two buddies
+    died) and no file checkpoint existed (``record.manifest``, the run's manifest, filled by the
+    caller); each of those only if every planned kill landed, else ``missed`` (the run did not have
+    the failures its phase is about). A kill that was not planned, or anything else, is an error.
+    Also says whether the policy promised survival (``record.promised``) and where a recovery rolled
+    back to the file level (``record.rolled_back_to``). Cost: a few maps of the core."""
+    judge_end(record, run, reference, layout, method, whole_nodes, protection)
     missed = missed_kills(record.kills, record.landed)
     if missed and record.ok:
         ended = {"recovered": "recovered", "out-of-spares": "ran out of spares", "data-lost": "lost a checkpoint"}
@@ -462,10 +735,16 @@ def judge(record: RunRecord, run: stencil.StencilRun, reference: str, layout, me
 
 
 def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout, method: str,
-              whole_nodes: bool) -> None:
+              whole_nodes: bool, protection: Protection | None = None) -> None:
     """``judge`` without the planned kills that did not land: how the run ended, and whether that end
     is right for the failures that landed."""
+    protection = protection or Protection()
     record.landed = dict(run.killed)
+    lost_at = memory_loss(layout, method, protection, run.recoveries, record.landed)
+    has_files = protection.file_level and record.manifest is not None
+    record.promised = lost_at is None or has_files
+    if lost_at is not None and lost_at < len(run.recoveries):
+        record.rolled_back_to = run.recoveries[lost_at].resume_iteration
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
     if whole_nodes:
@@ -489,8 +768,17 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
         # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
         agreed = set(run.recoveries[-1].failed) if run.recoveries else set()
         must = {node for node, point in record.landed.items() if point != stencil.Point.WAITING.label}
-        if run.checksum == reference and must <= agreed <= set(record.landed):
+        back = record.rolled_back_to
+        if back is not None and protection.file_level and \
+                (back < protection.checkpoint_every or back % protection.checkpoint_every):
+            record.outcome = "error"  # a rollback resumes from a file checkpoint, a checkpoint's iteration
+            record.detail = (f"a checkpoint was lost in memory and the run resumed at iteration {back}, "
+                             "which no file checkpoint holds")
+        elif run.checksum == reference and must <= agreed <= set(record.landed):
             record.outcome, record.ok = "recovered", True
+            if lost_at is not None and not protection.file_level:
+                record.detail = (f"recovered although {protection.policy} lost a checkpoint in memory and "
+                                 "no file level was written")
         elif run.checksum == reference:
             record.outcome = "error"
             record.detail = f"nodes {sorted(record.landed)} died, the recoveries agreed on {sorted(agreed)}"
@@ -506,12 +794,16 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
         if not record.ok:
             record.detail = f"out of spares, but {method} places failures {order}"
         return
-    if run.errors and all(e.status is status.ERR_DATA_LOST for e in run.errors):  # both copies gone
-        agreed = run.recoveries[-1].failed if run.recoveries else []
+    if run.errors and all(e.status is status.ERR_DATA_LOST for e in run.errors):  # every copy gone
         record.outcome = "data-lost"
-        record.ok = buddies_lost(layout, method, agreed, record.landed)
-        if not record.ok:
+        record.ok = lost_at is not None and not has_files
+        if lost_at is None and protection.policy.kind == "buddy" and protection.domains is None:
             record.detail = "checkpoint lost, but no rank lost both its node and its buddy's"
+        elif lost_at is None:
+            record.detail = f"checkpoint lost, but {protection.policy} rebuilds the failures that landed from memory"
+        elif has_files:
+            record.detail = (f"checkpoint lost, but the file level had a checkpoint (manifest version "
+                             f"{record.manifest}) to roll back to")
         return
     record.outcome = "error"
     record.detail = "; ".join(map(str, run.errors)) or (run.stderr.strip().splitlines() or ["exit " + str(run.returncode)])[-1]
@@ -561,18 +853,37 @@ def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord
         return _run_all(campaign, prefix, program, progress, wrap, env)
 
 
+@contextmanager
+def run_directory(campaign: Campaign) -> Iterator[Path | None]:
+    """A fresh, empty checkpoint directory for one run of a campaign with a file level (None
+    without): in ``campaign.checkpoint_dir`` if given, else in the temporary folder; removed with
+    everything in it when the block ends, however it ends."""
+    if not campaign.files():
+        yield None
+        return
+    path = Path(tempfile.mkdtemp(prefix="ftslide-checkpoints-", dir=campaign.checkpoint_dir))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _run_all(campaign: Campaign, prefix: Path, program: list[str], progress: Callable[[RunRecord], None] | None,
              wrap: Callable[[list[str]], list[str]] | None,
              env: dict[str, str] | None) -> tuple[str, list[RunRecord]]:
     """run_campaign's runs, the failure-free one first."""
     layout = make_layout(campaign.grid, campaign.spares)
     nodes_as = campaign.nodes_as()
+    checkpoints = campaign.checkpoints_as()
+    protection = campaign.protection()
     launch_env = {**(env or {}), **({"FTSLIDE_KILL_NODE": "1"} if campaign.whole_nodes else {})}
     options = CLUSTER_MPIRUN_OPTIONS if campaign.whole_nodes else ()
-    base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
-                       iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
-                       timeout=campaign.timeout, program=program, env=launch_env, wrap=wrap,
-                       mpirun_options=options, nodes_as=nodes_as, app=campaign.app)
+    with run_directory(campaign) as directory:  # the failure-free run writes its file level too
+        base = stencil.run(prefix, campaign.grid, campaign.spares, campaign.methods[0], (),
+                           iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
+                           timeout=campaign.timeout, program=program, env=launch_env, wrap=wrap,
+                           mpirun_options=options, nodes_as=nodes_as, app=campaign.app,
+                           checkpoints=checkpoints.with_directory(directory))
     if base.returncode != 0 or not base.checksum or base.valid is False:
         raise FtslideError(f"the failure-free run failed (exit {base.returncode}): "
                            f"{(base.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -583,7 +894,8 @@ def _run_all(campaign: Campaign, prefix: Path, program: list[str], progress: Cal
         before = runtime_files()
         marker = f"FTSLIDE_FAULTS_RUN={campaign.seed}.{index}.{os.getpid()}"
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="ftslide-faults-") as folder:
+        with tempfile.TemporaryDirectory(prefix="ftslide-faults-") as folder, \
+                run_directory(campaign) as directory:
             kill_log = Path(folder) / "kills"
             run_env = {**launch_env, "FTSLIDE_KILL_LOG": str(kill_log), **dict([marker.split("=", 1)])}
             try:
@@ -591,12 +903,14 @@ def _run_all(campaign: Campaign, prefix: Path, program: list[str], progress: Cal
                                   iterations=campaign.iterations, checkpoint_every=campaign.checkpoint_every,
                                   timeout=campaign.timeout, program=program, stacks_on_timeout=True,
                                   env=run_env, wrap=wrap, mpirun_options=options, nodes_as=nodes_as,
-                                  app=campaign.app)
+                                  app=campaign.app, checkpoints=checkpoints.with_directory(directory))
                 run.killed.update(killed_in(kill_log))
-                judge(record, run, base.checksum, layout, method, campaign.whole_nodes)
+                record.manifest = manifest_version(directory)
+                judge(record, run, base.checksum, layout, method, campaign.whole_nodes, protection)
                 if not record.ok:
                     record.stderr_tail = "\n".join(run.stderr.splitlines()[-40:])
             except mpi.MpirunTimeout as exc:
+                record.manifest = manifest_version(directory)
                 record.outcome, record.stacks = "hang", exc.stacks
                 record.stderr_tail = "\n".join(exc.stderr.splitlines()[-40:])
                 record.landed = {**stencil.parse(-1, exc.stdout, exc.stderr).killed, **killed_in(kill_log)}
@@ -624,6 +938,10 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
         "recovered": sum(r.outcome == "recovered" for r in records),
         "out_of_spares": sum(r.outcome == "out-of-spares" for r in records),
         "data_lost": sum(r.outcome == "data-lost" for r in records),
+        # runs that lost a checkpoint where the policy promised survival (the judge calls each wrong)
+        "data_lost_promised": sum(r.outcome == "data-lost" and bool(r.promised) for r in records),
+        "promised": sum(bool(r.promised) for r in records),
+        "rolled_back": sum(r.rolled_back_to is not None for r in records),
         "missed": sum(r.outcome == "missed" for r in records),
         "hangs": sum(r.outcome == "hang" for r in records),
         "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),
