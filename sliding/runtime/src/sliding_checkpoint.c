@@ -249,7 +249,11 @@ int checkpoint_read_file(sliding_t *s, int64_t version)
  * checkpoint, read by every worker and committed in memory as a checkpoint
  * of that version (*version; -1 when the directory holds none). One status at
  * every process: SLIDING_ERR_CHECKPOINT_DIR for a manifest of another shape
- * or a file that cannot be read. Collective over alive, after build_cart. */
+ * or a file that cannot be read. A process may still be here when the
+ * workers have gone on and one of them dies (a slow spare): every decision is
+ * an agreement over alive, so a failure meanwhile makes everyone start
+ * without the files (version -1) alike, and the recovery that follows takes
+ * over. Collective over alive, after build_cart. */
 int checkpoint_resume(sliding_t *s, int64_t *version)
 {
     *version = -1;
@@ -267,30 +271,37 @@ int checkpoint_resume(sliding_t *s, int64_t *version)
             fprintf(stderr, "sliding: checkpoint directory %s: %s\n", s->file_dir, why);
         }
     }
-    if (MPI_Bcast(found, 2, MPI_INT64_T, 0, s->alive) != MPI_SUCCESS) {
-        return SLIDING_ERR_MPI;
+    enum { HEARD = 1, SHAPE_OK = 2, READ_OK = 4 };
+    int heard = MPI_Bcast(found, 2, MPI_INT64_T, 0, s->alive) == MPI_SUCCESS;
+    int read = heard && found[0] == SLIDING_OK && found[1] >= 0 && s->cart != MPI_COMM_NULL
+                   ? checkpoint_read_file(s, found[1])
+                   : SLIDING_OK;
+    int flags = (heard ? HEARD : 0) | (!heard || found[0] == SLIDING_OK ? SHAPE_OK : 0) |
+                (read == SLIDING_OK ? READ_OK : 0);
+    if (MPIX_Comm_agree(s->alive, &flags) != MPI_SUCCESS || !(flags & HEARD)) {
+        return SLIDING_OK; /* a failure meanwhile: nobody resumes; the recovery will see it */
     }
-    if (found[0] != SLIDING_OK || found[1] < 0) {
-        return (int)found[0];
+    if (!(flags & SHAPE_OK) || !(flags & READ_OK)) {
+        return SLIDING_ERR_CHECKPOINT_DIR;
     }
-    int status = s->cart != MPI_COMM_NULL ? checkpoint_read_file(s, found[1]) : SLIDING_OK;
-    if (MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, s->alive) != MPI_SUCCESS) {
-        return SLIDING_ERR_MPI;
+    if (found[1] < 0) {
+        return SLIDING_OK;
     }
-    if (status == SLIDING_OK && s->cart != MPI_COMM_NULL) {
-        int ok = checkpoint_encode(s, found[1]) == MPI_SUCCESS;
-        status = MPIX_Comm_agree(s->cart, &ok) == MPI_SUCCESS && ok ? SLIDING_OK : SLIDING_ERR_MPI;
-        if (status == SLIDING_OK) {
+    /* Every worker holds the version: commit it in memory as a checkpoint. */
+    int committed = 1;
+    if (s->cart != MPI_COMM_NULL) {
+        committed = checkpoint_encode(s, found[1]) == MPI_SUCCESS;
+        committed = MPIX_Comm_agree(s->cart, &committed) == MPI_SUCCESS && committed;
+        if (committed) {
             checkpoint_commit(s);
         }
     }
-    if (MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, s->alive) != MPI_SUCCESS) {
-        return SLIDING_ERR_MPI;
+    /* The spares learn it (and the workers that it was committed everywhere) here. */
+    if (MPIX_Comm_agree(s->alive, &committed) != MPI_SUCCESS || !committed) {
+        return SLIDING_OK; /* a worker died meanwhile: start over (version -1) at every process */
     }
-    if (status == SLIDING_OK) {
-        s->version = s->file_committed = *version = found[1];
-    }
-    return status;
+    s->version = s->file_committed = *version = found[1];
+    return SLIDING_OK;
 }
 
 /* Whether this process's last staged write is on disk, as its vote for the
