@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ftslide.errors import FtslideError
 from ftslide.toolchain import ompi as ompi_build
+from ftslide.toolchain.native import REPO
 from ftslide.toolchain.mpi import kill_processes, run_marker
 from ftslide.toolchain.ompi import BuildInputs, Overlay
 
@@ -53,7 +55,7 @@ def make_inputs(tmp_path: Path, files: dict[str, str], patches: dict[str, str] |
         patch_paths.append(tmp_path / name)
     real = ompi_build.load_inputs()
     return BuildInputs(real.version, real.tarball_name, real.sha256, real.debian_package, real.debian_version,
-                       real.debian_suite, real.debian_mirror, real.configure_options,
+                       real.debian_suite, real.configure_options,
                        (Overlay(overlay, "ompi/mca/coll/demo"),), tuple(patch_paths))
 
 
@@ -199,3 +201,23 @@ def test_other_checkouts_build_trees_are_kept(tmp_path):
     os.utime(trees["unstamped"], (old, old))
     ompi_build._prune_build_trees(root, keep=trees["mine"], now=now)
     assert sorted(p.name for p in root.iterdir()) == ["build-mine", "build-recent"]
+
+
+def test_the_debian_archive_is_the_systems(tmp_path):
+    """The source package comes from the archive the system's apt sources name (a site mirror as the site
+    wrote it), in either format, never from a security archive; none is a one-line error."""
+    apt = tmp_path / "apt"
+    (apt / "sources.list.d").mkdir(parents=True)
+    (apt / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://security.example/debian-security\nSuites: bookworm-security\nComponents: main\n\n"
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+        "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    assert ompi_build.system_debian_mirror(apt) == "http://mirror.example/debian"
+    (apt / "sources.list").write_text("# site\ndeb [arch=amd64 signed-by=/k.gpg] http://site.example/deb bookworm main\n")
+    assert ompi_build.system_debian_mirror(apt) == "http://site.example/deb"  # sources.list comes first
+    (apt / "sources.list").write_text("deb http://security.example/x bookworm-security main\n")
+    (apt / "sources.list.d" / "debian.sources").unlink()
+    with pytest.raises(FtslideError, match="no Debian archive in the system's apt sources"):
+        ompi_build.system_debian_mirror(apt)
+    assert "://" in ompi_build.system_debian_mirror()  # this machine's own
+    assert "deb.debian.org" not in (REPO / "ompi-ulfm" / "build.toml").read_text()

@@ -83,7 +83,6 @@ class BuildInputs:
     debian_package: str
     debian_version: str
     debian_suite: str
-    debian_mirror: str
     configure_options: tuple[str, ...]
     overlays: tuple[Overlay, ...]
     patches: tuple[Path, ...]
@@ -101,7 +100,7 @@ def load_inputs(config: Path = CONFIG, patch_dir: Path = PATCH_DIR) -> BuildInpu
         inputs = BuildInputs(
             version=src["version"], tarball_name=src["tarball"], sha256=src["sha256"].lower(),
             debian_package=src["debian_package"], debian_version=src["debian_version"],
-            debian_suite=src["debian_suite"], debian_mirror=src["debian_mirror"],
+            debian_suite=src["debian_suite"],
             configure_options=tuple(data["configure"]["options"]), overlays=overlays, patches=patches)
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise FtslideError(f"{config} is malformed ({exc!r}): restore it from git") from None
@@ -254,22 +253,58 @@ def mpi_environment(prefix: Path, base: dict[str, str] | None = None) -> dict[st
 # Source tarball
 
 
+APT_SOURCES = Path("/etc/apt")
+
+
+def system_debian_mirror(apt: Path = APT_SOURCES) -> str:
+    """The Debian archive the system's apt uses: the first ``deb`` or ``deb-src`` URI of
+    sources.list and sources.list.d (one-line ``.list`` files and deb822 ``.sources``, in
+    apt's order) whose suites are Debian's own (not ``-security``, whose archive holds no
+    source packages of other releases). A site mirror is used as the site configured it.
+    Raises FtslideError when there is none. Cost: reads a few small files."""
+    files = [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list")),
+             *sorted((apt / "sources.list.d").glob("*.sources"))]
+    for path in files:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        if path.suffix == ".sources":
+            for stanza in re.split(r"\n\s*\n", text):
+                fields = dict(re.findall(r"(?im)^([A-Za-z-]+):[ \t]*(.*)$", stanza))
+                fields = {key.lower(): value for key, value in fields.items()}
+                types, suites = fields.get("types", "").split(), fields.get("suites", "").split()
+                if fields.get("enabled", "yes").lower() == "no" or not {"deb", "deb-src"} & set(types):
+                    continue
+                if suites and not all(suite.endswith("-security") for suite in suites):
+                    for uri in fields.get("uris", "").split():
+                        return uri.rstrip("/")
+            continue
+        for line in text.splitlines():
+            words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+            if len(words) >= 3 and words[0] in ("deb", "deb-src") and not words[2].endswith("-security"):
+                return words[1].rstrip("/")
+    raise FtslideError(f"no Debian archive in the system's apt sources ({apt}/sources.list, sources.list.d) to "
+                       "fetch the Open MPI source package from: add one, or pass --tarball PATH --sha256 HEX")
+
+
 def fetch_debian_source(inputs: BuildInputs, dest: Path) -> Path:
     """Download the pinned orig tarball of the Debian source package into ``dest``.
 
     Uses a private apt configuration under the cache (its own sources list, lists
-    and archive cache); the system's apt configuration is neither read for sources
-    nor changed.
+    and archive cache) over the archive the system's apt uses (system_debian_mirror);
+    the system's apt configuration is otherwise neither read nor changed.
     """
     if shutil.which("apt-get") is None:
         raise FtslideError("no Open MPI tarball and no apt-get to fetch one: pass "
                            "--tarball PATH --sha256 HEX with an upstream openmpi-5.0.x tarball")
+    mirror = system_debian_mirror()
     apt = cache_root() / "apt"
     for sub in ("lists/partial", "cache/archives/partial", "etc/sources.list.d", "etc/preferences.d"):
         (apt / sub).mkdir(parents=True, exist_ok=True)
     (apt / "etc" / "sources.list").write_text(
         f"deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-        f"{inputs.debian_mirror} {inputs.debian_suite} main\n")
+        f"{mirror} {inputs.debian_suite} main\n")
     conf = apt / "apt.conf"
     conf.write_text("".join(f'{key} "{value}";\n' for key, value in {
         "Dir::State::Lists": apt / "lists", "Dir::Cache": apt / "cache",
