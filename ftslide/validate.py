@@ -185,8 +185,6 @@ def plan(cfg: ValidateConfig) -> Plan:
     """Check the whole configuration (one-line FtslideError) and compute the maps."""
     topology = parse_topology(cfg.topology, cfg.route_order)
     netcluster.cluster_topology(str(topology), None, cfg.route_order)  # buildable as a cluster
-    if cfg.ranks_per_node < 1:
-        raise FtslideError(f"--ranks-per-node must be at least 1, not {cfg.ranks_per_node}")
     placement = make_placement(topology, cfg.grid, cfg.spares, 0, cfg.ranks_per_node, cfg.block)
     layout = placement.layout
     if not cfg.methods:

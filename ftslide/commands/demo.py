@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
                   timeout=args.timeout, program=program, nodes_as=nodes_as)
     spec = " ".join(f"{node}@{point}" for node, point in kills)
     k = args.ranks_per_node
-    block = core.make_block(make_layout(args.grid, args.spares), k, args.block) if k > 1 else None
+    block = nodes_as.sizes if k > 1 else None
     processes = f"{nodes} processes" if k == 1 else \
-        f"{nodes * k} processes ({nodes} nodes x {k}, blocks of {core.block_text(block or ())})"
+        f"{nodes * k} processes ({nodes} nodes x {k}, blocks of {core.block_text(block)})"
     language = "" if args.lang == "c" else f", jacobi3d in {args.lang}"
     policy = f", redundancy {args.redundancy}" if args.redundancy else ""
     policy += f", domains {args.domains}" if args.domains else ""

@@ -210,8 +210,6 @@ def redundancy_from_args(layout: Layout, policy: str | None,
 
 def blocks_from_args(layout: Layout, ranks_per_node: int, block: str | None) -> tuple[int, ...] | None:
     """The block of --ranks-per-node/--block (None: one rank per node, the map as it always was)."""
-    if ranks_per_node < 1:
-        raise FtslideError(f"--ranks-per-node must be at least 1, not {ranks_per_node}")
     if block is not None and ranks_per_node == 1 and block.strip() not in ("1x1", "1x1x1"):
         raise FtslideError(f"--block {block} needs --ranks-per-node (the ranks its sizes multiply to)")
     if ranks_per_node == 1 and block is None:

@@ -458,7 +458,7 @@ def default_block(ranks_per_node: int, ndims: int) -> tuple[int, ...]:
     out = (ctypes.c_int32 * 3)()
     if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or \
             _lib().slide_block_default(ranks_per_node, int(ndims), out) != 0:
-        raise SlideError(f"ranks per node must be a count from 1 to 1048576, not {ranks_per_node!r}",
+        raise SlideError(f"--ranks-per-node must be a count from 1 to 1048576, not {ranks_per_node!r}",
                          _status().EINVAL)
     return tuple(out[:ndims])
 

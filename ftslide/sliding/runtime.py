@@ -309,6 +309,7 @@ class NodeOptions:
     block: tuple[int, ...] | None = None
     emulate: bool = True
     coords: Path | None = None
+    sizes: tuple[int, ...] = ()  # the block in effect (``block``, or the runtime's default split of K)
 
     def program_options(self) -> list[str]:
         """The examples' options for these nodes (none for one process per node); jacobi3d and heat2d
@@ -330,15 +331,13 @@ def node_options(grid: str, spares: str, ranks_per_node: int = 1, block: str | N
     (``core.make_block``, ``sliding_nodes_read``), one line each. ``names`` are the nodes' names as
     the job will know them (default: the node keys 0..nodes-1 of ``--emulate-nodes``). Raises
     FtslideError. Cost O(nodes) and one read of the file."""
-    if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1:
-        raise FtslideError(f"--ranks-per-node must be a count of at least 1, not {ranks_per_node!r}")
     layout = make_layout(grid, spares)
     sizes = make_block(layout, ranks_per_node, block)
     path = None
     if coords is not None:
         path = Path(coords)
         check_node_coords(path, layout, names if names is not None else [str(n) for n in range(layout.nodes)])
-    return NodeOptions(ranks_per_node, sizes if block is not None else None, emulate, path)
+    return NodeOptions(ranks_per_node, sizes if block is not None else None, emulate, path, sizes)
 
 
 @dataclass(frozen=True)
