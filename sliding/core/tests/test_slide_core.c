@@ -7,21 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long checks, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            if (failures <= 30) {                                            \
-                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,       \
-                        __LINE__, #cond);                                    \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fputc('\n', stderr);                                         \
-            }                                                                \
-        }                                                                    \
-    } while (0)
+#include "unit_check.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -43,14 +29,6 @@ static slide_layout make_layout(const char *grid, const char *spares)
     return l;
 }
 
-static uint64_t rng_state;
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 static int32_t rng_below(int32_t n) { return (int32_t)(rng_next() % (uint64_t)n); }
 
 /* slide_map with a freshly allocated workspace full of the given garbage

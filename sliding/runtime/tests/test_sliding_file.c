@@ -23,44 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static long checks, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            if (failures <= 30) {                                            \
-                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,       \
-                        __LINE__, #cond);                                    \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fputc('\n', stderr);                                         \
-            }                                                                \
-        }                                                                    \
-    } while (0)
+#include "../../core/tests/unit_check.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
 static const char *root; /* the group's directory (argv[2]) */
 
-static uint64_t rng_state = 38;
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
-static void *alloc_or_die(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
-        exit(2);
-    }
-    return p;
-}
 
 static unsigned char *random_bytes(size_t n)
 {
