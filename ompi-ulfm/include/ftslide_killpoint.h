@@ -53,6 +53,36 @@ static inline const char *ftslide_killspec(void)
     return spec;
 }
 
+/* Writes a "killed at" line (len bytes, newline included) to stderr and
+ * appends it to FTSLIDE_KILL_LOG, in one write, so that the lines of two
+ * processes dying together do not mix: a process killed with its node's
+ * daemon may lose what it wrote to stderr. */
+static inline void ftslide_announce_kill(const char *line, size_t len)
+{
+    fputs(line, stderr);
+    fflush(NULL);
+    const char *log = getenv("FTSLIDE_KILL_LOG");
+    if (log != NULL && *log != '\0') {
+        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+        if (fd >= 0) {
+            if (write(fd, line, len) < 0) {
+                /* nothing more to do: the process dies next */
+            }
+            close(fd);
+        }
+    }
+}
+
+/* With FTSLIDE_KILL_NODE=1 the whole node goes: kill the parent (the node's
+ * PRRTE daemon) before the process itself. */
+static inline void ftslide_kill_daemon_if_asked(void)
+{
+    const char *node = getenv("FTSLIDE_KILL_NODE");
+    if (node != NULL && strcmp(node, "1") == 0) {
+        kill(getppid(), SIGKILL);
+    }
+}
+
 static inline void ftslide_killpoint(int rank, const char *point)
 {
     const char *spec = ftslide_killspec();
@@ -68,24 +98,12 @@ static inline void ftslide_killpoint(int rank, const char *point)
         const char *comma = strchr(entry, ',');
         size_t len = comma ? (size_t)(comma - entry) : strlen(entry);
         if (len == (size_t)n && strncmp(entry, wanted, len) == 0) {
-            const char *log = getenv("FTSLIDE_KILL_LOG");
-            const char *node = getenv("FTSLIDE_KILL_NODE");
             char line[300];
             int m = snprintf(line, sizeof line, "ftslide: rank %d killed at %s\n", rank, point);
-            fputs(line, stderr);
-            fflush(NULL);
-            if (log != NULL && *log != '\0') {
-                int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
-                if (fd >= 0) {
-                    if (m > 0 && write(fd, line, (size_t)m) < 0) {
-                        /* nothing more to do: the process dies next */
-                    }
-                    close(fd);
-                }
+            if (m > 0 && (size_t)m < sizeof line) {
+                ftslide_announce_kill(line, (size_t)m);
             }
-            if (node != NULL && strcmp(node, "1") == 0) {
-                kill(getppid(), SIGKILL);
-            }
+            ftslide_kill_daemon_if_asked();
             kill(getpid(), SIGKILL);
         }
         entry = comma ? comma + 1 : NULL;

@@ -179,8 +179,7 @@ static void append_ranks(char *buf, size_t size, size_t *used, const int *ranks,
 }
 
 /* The "killed at" line, which the Python driver (ftslide/sliding/runtime.py)
- * reads: on stderr, and appended to FTSLIDE_KILL_LOG (one write, so that the
- * lines of two processes of the node do not mix):
+ * reads (written as ftslide_killpoint.h writes its own):
  *     ftslide: node 4 killed at checkpoint#3 (world ranks 8,9; logical ranks 6,7) */
 static void announce_kill(const sliding_victims *v, const kill_entry *e)
 {
@@ -196,19 +195,7 @@ static void announce_kill(const sliding_victims *v, const kill_entry *e)
     append(line, sizeof line, &used, "; logical ranks ");
     append_ranks(line, sizeof line, &used, v->logical_ranks, v->k);
     memcpy(line + used, ")\n", 3); /* append() kept room for it */
-    used += 2;
-    fputs(line, stderr);
-    fflush(NULL);
-    const char *log = getenv("FTSLIDE_KILL_LOG");
-    if (log != NULL && *log != '\0') {
-        int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
-        if (fd >= 0) {
-            if (write(fd, line, used) < 0) {
-                /* nothing more to do: the process dies next */
-            }
-            close(fd);
-        }
-    }
+    ftslide_announce_kill(line, used + 2);
 }
 
 /* The entry that fires now for node `node` reaching `point` for the
@@ -253,10 +240,7 @@ void sliding_kill_node_at(const sliding_victims *v, const char *point)
      * processes of the node that reach the point together kill each other, and
      * whichever goes first must not leave the daemon behind (the node would
      * then be a node whose processes died, not a lost node). */
-    const char *whole = getenv("FTSLIDE_KILL_NODE");
-    if (whole != NULL && strcmp(whole, "1") == 0) {
-        kill(getppid(), SIGKILL);
-    }
+    ftslide_kill_daemon_if_asked();
     for (int l = 0; l < v->k; l++) { /* the node's other processes, then this one */
         if (l != v->lane) {
             kill((pid_t)v->pids[l], SIGKILL);
