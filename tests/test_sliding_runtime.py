@@ -109,12 +109,27 @@ SCHEDULE_IDS = ["one", "two-sequential", "two-simultaneous", "simple-two", "slid
                 "all-spares", "routed-one", "routed-two", "routed-all-spares"]
 
 
+def recovered_as_planned(run, failed_after: list[list[int]], resumes: list[int]) -> bool:
+    """The recoveries agreed on ``failed_after`` and resumed at ``resumes``. Nodes killed at the same point
+    are one batch when every survivor saw both deaths by its shrink, and two recoveries when one death was
+    reported later (a delayed failure report, which a loaded machine shows: CI, 2026-11-29): for a single
+    planned batch, either way is right, each recovery resuming at the same checkpoint."""
+    failed = [r.failed for r in run.recoveries]
+    resumed = [r.resume_iteration for r in run.recoveries]
+    if failed == failed_after and resumed == resumes:
+        return True
+    if len(failed_after) != 1 or len(failed_after[0]) < 2 or not failed:
+        return False
+    first_seen = failed[-1]  # agreed order: the first batch's nodes, then the later one's
+    return (sorted(first_seen) == failed_after[0] and all(f == first_seen[:len(f)] for f in failed)
+            and resumed == resumes * len(failed))
+
+
 @pytest.mark.parametrize("method,kills,failed_after,resumes", SCHEDULES, ids=SCHEDULE_IDS)
 def test_recovers_with_identical_result(mpi_prefix, jacobi, reference, method, kills, failed_after, resumes):
     run = run_with(mpi_prefix, jacobi, method, kills)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    assert [r.failed for r in run.recoveries] == failed_after, run.stdout
-    assert [r.resume_iteration for r in run.recoveries] == resumes, run.stdout
+    assert recovered_as_planned(run, failed_after, resumes), run.stdout
     assert run.checksum == reference, run.stdout
 
 
