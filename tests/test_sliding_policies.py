@@ -15,7 +15,6 @@ status=ERR_DATA_LOST` at every process, or rank 0 prints the failure-free checks
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
