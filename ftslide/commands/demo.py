@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file-every", type=int, metavar="N",
                         help="with --checkpoint-dir: every Nth committed checkpoint goes to files (default: "
                         "the runtime's, 4)")
+    parser.add_argument("--on-no-spare", choices=("fail", "degrade"), default="fail",
+                        help="when the failures exceed the spares: fail (ERR_NO_SPARE, the default) or degrade "
+                        "(guests: a live node runs the lost node's block beside its own; the checksum must still "
+                        "match)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
 
 
@@ -117,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     if args.file_every is not None and args.checkpoint_dir is None:
         raise FtslideError(f"--file-every {args.file_every} sets the file level's interval: give --checkpoint-dir DIR")
     checkpoints = stencil.checkpoint_options(args.grid, args.spares, args.redundancy, args.domains,
-                                             args.checkpoint_dir, args.file_every, nodes_as=nodes_as)
+                                             args.checkpoint_dir, args.file_every, nodes_as=nodes_as,
+                                             degrade=args.on_no_spare == "degrade")
     check_resumable(checkpoints.directory, args.grid, args.ranks_per_node)
     prefix = require_prefix()
     program = stencil.build(prefix, args.lang)

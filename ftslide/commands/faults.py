@@ -89,6 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file-every", type=int, metavar="N",
                         help="with the file level: every Nth committed checkpoint goes to files (default: the "
                         f"runtime's, {faults.DEFAULT_FILE_EVERY})")
+    parser.add_argument("--on-no-spare", choices=("fail", "degrade"), default="fail",
+                        help="when the failures exceed the spares: fail (the default: the run ends with "
+                        "ERR_NO_SPARE, judged right) or degrade (the runtime starts guests, two blocks on a live "
+                        "node, and the run must end with the failure-free checksum)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -104,7 +108,8 @@ def campaign_from_args(args: argparse.Namespace) -> faults.Campaign:
                                timeout=args.timeout, whole_nodes=args.cluster, ranks_per_node=args.ranks_per_node,
                                block=args.block, lang=args.lang, app=args.app, load=args.load,
                                redundancy=args.redundancy, domains=args.domains, file_level=args.file_level,
-                               checkpoint_dir=args.checkpoint_dir, file_every=args.file_every)
+                               checkpoint_dir=args.checkpoint_dir, file_every=args.file_every,
+                               degrade=args.on_no_spare == "degrade")
     if args.phases.strip() == "all":
         faults.check(dataclasses.replace(campaign, phases=faults.phases()))  # the policy's one-line errors first
         campaign = dataclasses.replace(campaign, phases=faults.phases_for(campaign))
@@ -155,12 +160,14 @@ def run(args: argparse.Namespace) -> int:
                      "s", "leftovers"],
                     [[r.index, r.phase, r.method, kills_text(r.kills), kills_text(sorted(r.landed.items())),
                       r.outcome + ("" if r.ok else " (!)") +
-                      (f" (from file {r.rolled_back_to})" if r.rolled_back_to is not None else ""),
+                      (f" (from file {r.rolled_back_to})" if r.rolled_back_to is not None else "") +
+                      (f" (degraded, {r.guests} guests)" if r.guests else ""),
                       {True: "yes", False: "no", None: "-"}[r.promised], r.recoveries,
                       " ".join(f"{ms:.0f}" for ms in r.recovery_ms) or "-", r.seconds,
                       len(r.leftovers) or "-"] for r in records])
         s = report["summary"]
-        print(f"\n{s['runs']} runs: {s['recovered']} recovered ({s['rolled_back']} from a file checkpoint), "
+        print(f"\n{s['runs']} runs: {s['recovered']} recovered ({s['rolled_back']} from a file checkpoint, "
+              f"{s['degraded']} degraded out of spares), "
               f"{s['out_of_spares']} out of spares, {s['data_lost']} lost a checkpoint "
               f"({s['data_lost_promised']} where the policy promised survival), "
               f"{s['missed']} missed a planned kill, "

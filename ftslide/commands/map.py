@@ -75,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--domains", metavar="AxB[xC]",
                         help="failure domains as boxes of the node grid, e.g. 2x2x1: nodes in the same box "
                         "fail together (a board); default with --redundancy: every node its own domain")
+    parser.add_argument("--on-no-spare", choices=("fail", "degrade"), default="fail",
+                        help="when a method runs out of spares: fail (the default: the failure it cannot "
+                        "place ends the map) or degrade (as the sliding runtime's option: each lost node rank "
+                        "goes to the least loaded live node, nearest its stencil neighbours, as a guest "
+                        "beside the rank it runs; the lines name the nodes that run two)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--with-map", action="store_true",
                         help="with --json: include the final rank->node map of each method")
@@ -238,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
     if args.optimal and block is not None:
         raise FtslideError("--optimal works on one rank per node; drop --ranks-per-node/--block")
     redundancy = redundancy_from_args(layout, args.redundancy, args.domains)
-    results = [mapview.run_method(layout, m, failures, block) for m in methods]
+    degrade = args.on_no_spare == "degrade"
+    results = [mapview.run_method(layout, m, failures, block, degrade) for m in methods]
     placements = [] if redundancy is None else \
         [mapview.place_redundancy(layout, r, redundancy[0], redundancy[1], redundancy[2]) for r in results]
     stuck = any(r.error is not None for r in results) and not args.keep_going
@@ -260,6 +266,10 @@ def run(args: argparse.Namespace) -> int:
         print_table(mapview.TABLE_HEADERS, rows)
         if best is not None:
             print(mapview.optimum_line(best))
+        for r in results:
+            line = mapview.guests_line(layout, r)
+            if line:
+                print(line)
         for r in results:
             if r.choices:
                 print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "

@@ -40,7 +40,8 @@ __all__ = ["SlideError", "Grid", "Spares", "Layout", "Metrics", "Choice",
            "methods", "parse_method", "strerror", "parse_grid", "parse_spares", "make_layout",
            "parse_block", "default_block", "make_block", "block_text", "rank_nodes",
            "stencil_messages", "compute_map", "explain", "measure", "Redundancy", "parse_redundancy",
-           "parse_domain_shape", "block_domains", "Groups", "groups", "buddy_shift", "DIM_NAMES", "HOPS_HIST"]
+           "parse_domain_shape", "block_domains", "Groups", "groups", "buddy_shift", "Degraded", "degrade_map",
+           "DIM_NAMES", "HOPS_HIST"]
 
 DIM_NAMES = "xyz"
 HOPS_HIST = 16
@@ -129,6 +130,11 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "slide_map": (ctypes.c_int, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32), ctypes.c_int32,
                                  _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_size_t,
                                  _P(ctypes.c_int32)]),
+    "slide_degrade_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout), ctypes.c_int32]),
+    "slide_map_degrade": (ctypes.c_int, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32), ctypes.c_int32,
+                                         _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int32,
+                                         _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_size_t,
+                                         _P(ctypes.c_int32)]),
     "slide_measure_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout)]),
     "slide_measure": (ctypes.c_int, [_P(_CLayout), _P(ctypes.c_int32), ctypes.c_int,
                                      _P(_CMetrics), ctypes.c_void_p, ctypes.c_size_t]),
@@ -607,6 +613,51 @@ def explain(layout: Layout | tuple[str, str], method: CEnum | str,
     else:
         msg = f"{chosen.label}: cannot place {where}: {strerror(rc)}"
     raise SlideError(msg, rc, i, list(out), choices)
+
+
+@dataclass(frozen=True)
+class Degraded:
+    """The map of :func:`degrade_map`: ``serving[r]`` runs node rank r (a node, or guest
+    ``nodes + g``); ``hosts[g]`` is the node guest g runs on; ``mapping[r]`` the node rank r
+    runs on (a guest's host), which is what the metrics measure."""
+
+    serving: list[int]
+    hosts: list[int]
+    mapping: list[int]
+
+
+def degrade_map(layout: Layout | tuple[str, str], method: CEnum | str, failed: Sequence[int],
+                max_guests: int | None = None) -> Degraded:
+    """The map when spares run out and the job runs on (slide_map_degrade() of ``slide_core.h``):
+    the method's map while it copes, then each lost rank on the least loaded live node, as a guest
+    where that node runs a rank already. ``failed`` may name guests (``nodes + g``).
+    ``max_guests`` defaults to the runtime's (twice the nodes).
+
+    Raises SlideError as :func:`compute_map` (index, no partial map) for bad ids, duplicates, no
+    live node left, or more guests than ``max_guests``. Cost: slide_map()'s plus O(nodes x ranks)
+    per degraded failure.
+    """
+    lay = _layout(layout)
+    chosen = method if isinstance(method, _Method) else parse_method(method)  # type: ignore[arg-type]
+    failed_list = list(failed)
+    fa = _int32_array(failed_list, "failed nodes")
+    cap = 2 * lay.nodes if max_guests is None else max_guests
+    serving = (ctypes.c_int32 * lay.ranks)()
+    hosts = (ctypes.c_int32 * max(cap, 1))()
+    nguests, err = ctypes.c_int32(0), ctypes.c_int32(-1)
+    nbytes = _lib().slide_degrade_workspace_bytes(ctypes.byref(lay._c), cap)
+    work = _workspace(nbytes)
+    cfailed = (ctypes.c_int32 * max(len(fa), 1)).from_buffer(fa) if fa else None
+    rc = _lib().slide_map_degrade(ctypes.byref(lay._c), int(chosen), cfailed, len(fa), serving, hosts, cap,
+                                  ctypes.byref(nguests), work, nbytes, ctypes.byref(err))
+    if rc != 0:
+        i = err.value
+        where = f"failure #{i + 1} (node {failed_list[i]})" if 0 <= i < len(failed_list) else "the failures"
+        raise SlideError(f"{chosen.label}, degrading: cannot place {where}: {strerror(rc)}", rc,
+                         i if i >= 0 else None)
+    host_list = list(hosts[:nguests.value])
+    mapping = [n if n < lay.nodes else host_list[n - lay.nodes] for n in serving]
+    return Degraded(list(serving), host_list, mapping)
 
 
 # ---- metrics -------------------------------------------------------------------

@@ -173,6 +173,7 @@ class Campaign:
     file_level: bool = False        # a fresh checkpoint directory per run (in checkpoint_dir if given)
     checkpoint_dir: str | None = None  # where the runs' directories go (implies the file level)
     file_every: int | None = None   # every Nth committed checkpoint to files (None: the runtime's 4)
+    degrade: bool = False           # out of spares, run on with two blocks on a node (--on-no-spare degrade)
 
     def nodes_as(self) -> stencil.NodeOptions:
         """How the campaign's processes form nodes (checked: FtslideError for a bad K or block)."""
@@ -187,14 +188,15 @@ class Campaign:
         """The runtime's checkpoint options of every run, without a directory (each run gets its own;
         checked: FtslideError for a bad policy, domain box, placement or interval)."""
         return stencil.checkpoint_options(self.grid, self.spares, self.redundancy, self.domains,
-                                          file_every=self.file_every, nodes_as=self.nodes_as())
+                                          file_every=self.file_every, nodes_as=self.nodes_as(),
+                                          degrade=self.degrade)
 
     def protection(self) -> "Protection":
         """What the judge needs to know of the campaign's checkpoints."""
         layout = make_layout(self.grid, self.spares)
         domains = core.block_domains(layout, self.domains)[0] if self.domains else None
         return Protection(core.parse_redundancy(self.redundancy or "buddy"), domains, self.files(),
-                          self.checkpoint_every)
+                          self.checkpoint_every, self.degrade)
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ class Protection:
     domains: Sequence[int] | None = None
     file_level: bool = False
     checkpoint_every: int = 5
+    degrade: bool = False  # out of spares, the runtime runs on (guests) instead of ending
 
 
 LOST_DAEMON = "prterun: lost daemon"  # mpirun's notice per lost node (docs/nodeloss.md)
@@ -235,6 +238,7 @@ class RunRecord:
     promised: bool | None = None
     manifest: int | None = None        # the version the run's file level names after it (None: none)
     rolled_back_to: int | None = None  # the iteration a recovery resumed from a file checkpoint
+    guests: int = 0  # out of spares and degraded: guests running after the last recovery
     leftovers: list[str] = field(default_factory=list)
     stacks: str = ""
     stderr_tail: str = ""  # the last lines mpirun printed, for runs that are not as they should be
@@ -626,7 +630,8 @@ def memory_loss(layout, method: str, protection: Protection, recoveries: Sequenc
     agreed: list[int] = []
     for index, recovery in enumerate([*recoveries, None]):
         try:
-            mapping = compute_map(layout, method, agreed)
+            mapping = core.degrade_map(layout, method, agreed).mapping if protection.degrade else \
+                compute_map(layout, method, agreed)
         except SlideError:
             return None
         dead = set(recovery.failed) if recovery is not None else set(landed) | set(agreed)
@@ -747,6 +752,7 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
         record.rolled_back_to = run.recoveries[lost_at].resume_iteration
     record.recoveries = len(run.recoveries)
     record.recovery_ms = [r.times.get("total", 0.0) for r in run.recoveries]
+    record.guests = run.recoveries[-1].guests if run.recoveries else 0
     if whole_nodes:
         record.daemons_lost = run.stderr.count(LOST_DAEMON)
         if record.daemons_lost != len(record.landed):
@@ -766,7 +772,8 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
     if run.returncode == 0:
         # the recoveries agreed on exactly the dead: never a live node, and every node that died
         # holding a rank (a spare that died waiting is only noticed by a later recovery, if any)
-        agreed = set(run.recoveries[-1].failed) if run.recoveries else set()
+        # (guests that died with their node are agreed too: not grid nodes, never killed by name)
+        agreed = {n for n in run.recoveries[-1].failed if n < layout.nodes} if run.recoveries else set()
         must = {node for node, point in record.landed.items() if point != stencil.Point.WAITING.label}
         back = record.rolled_back_to
         if back is not None and protection.file_level and \
@@ -790,8 +797,10 @@ def judge_end(record: RunRecord, run: stencil.StencilRun, reference: str, layout
         agreed = run.recoveries[-1].failed if run.recoveries else []
         order = agreed + sorted(n for n in record.landed if n not in agreed)
         record.outcome = "out-of-spares"
-        record.ok = not absorbable(layout, method, order)
-        if not record.ok:
+        record.ok = not absorbable(layout, method, order) and not protection.degrade
+        if protection.degrade:
+            record.detail = "out of spares although the runtime was to run on degraded"
+        elif not record.ok:
             record.detail = f"out of spares, but {method} places failures {order}"
         return
     if run.errors and all(e.status is status.ERR_DATA_LOST for e in run.errors):  # every copy gone
@@ -942,6 +951,8 @@ def summary(records: Sequence[RunRecord]) -> dict[str, object]:
         "data_lost_promised": sum(r.outcome == "data-lost" and bool(r.promised) for r in records),
         "promised": sum(bool(r.promised) for r in records),
         "rolled_back": sum(r.rolled_back_to is not None for r in records),
+        # runs that ran out of spares and finished degraded (guests: two blocks on a node)
+        "degraded": sum(r.outcome == "recovered" and r.guests > 0 for r in records),
         "missed": sum(r.outcome == "missed" for r in records),
         "hangs": sum(r.outcome == "hang" for r in records),
         "wrong_checksums": sum(r.outcome == "wrong-checksum" for r in records),

@@ -44,13 +44,33 @@ class MethodResult:
     placed: int                  # failures handled (all of them unless error is set)
     error: SlideError | None     # why failure #placed+1 could not be placed
     choices: list[Choice] | None = None  # routed: what it did per failure
+    degraded: core.Degraded | None = None  # --on-no-spare degrade: who runs each node rank
+
+
+def guests_line(layout: Layout, result: MethodResult) -> str | None:
+    """Where a degraded map put two blocks on a node, in words; None when nothing was degraded."""
+    d = result.degraded
+    if d is None or not d.hosts:
+        return None
+    shared: dict[int, list[int]] = {}
+    for rank, node in enumerate(d.mapping):
+        shared.setdefault(node, []).append(rank)
+    nodes = ", ".join(f"node {node} runs node ranks {','.join(map(str, ranks))}"
+                      for node, ranks in sorted(shared.items()) if len(ranks) > 1)
+    return (f"{result.method.label}, degraded (out of spares): {nodes} "
+            f"({_count(len(d.hosts), 'guest')} started in all)")
 
 
 def run_method(layout: Layout, method: core.CEnum, failures: Sequence[int],
-               block: Sequence[int] | None = None) -> MethodResult:
+               block: Sequence[int] | None = None, degrade: bool = False) -> MethodResult:
     """One call into the core for the map (and a choosing method's choices), one for its metrics;
     with a ``block`` every node runs that block of ranks (K per node): the metrics count the ranks
-    and the faces between nodes (``core.measure``)."""
+    and the faces between nodes (``core.measure``). With ``degrade`` the map runs on when spares
+    run out (``core.degrade_map``): two blocks on a node, measured where they run."""
+    if degrade and method.one_rank_per_node:
+        d = core.degrade_map(layout, method, failures)
+        return MethodResult(method, d.mapping, measure(layout, d.mapping, block=block), len(failures), None,
+                            None, d)
     try:
         mapping, choices = explain(layout, method, failures)
         placed, error = len(failures), None
@@ -248,8 +268,12 @@ def json_document(layout: Layout, failures: Sequence[int], results: Sequence[Met
                                  "hybrid_load_max": c.hybrid_load_max,
                                  "direct_load_max": c.direct_load_max}
                                 for k, c in enumerate(r.choices)]
+        if r.degraded is not None:
+            entry["guests"] = r.degraded.hosts
         if with_map:
             entry["map"] = r.mapping
+            if r.degraded is not None:
+                entry["serving"] = r.degraded.serving
         methods.append(entry)
     doc: dict[str, Any] = {
         "grid": str(layout.grid),

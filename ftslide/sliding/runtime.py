@@ -137,6 +137,7 @@ class Recovery:
     times: dict[str, float]
     moved_bytes: int = 0   # checkpointed state sent node to node, and to re-establish the buddy copies
     buddy_bytes: int = 0
+    guests: int = 0        # out of spares, degraded: guests running after it (two blocks on a node)
 
 
 @dataclass(frozen=True)
@@ -345,12 +346,15 @@ class CheckpointOptions:
     """How a run keeps its checkpoints (sliding_create_info's keys; None: the runtime's default):
     the ``redundancy`` policy (``buddy``, ``parity:G``, ``rs:G,M``), failure ``domains`` as a box of
     the node grid (``2x2x1``), the file level's ``directory`` and ``file_every`` (every Nth committed
-    checkpoint to files). The default is the runtime's: buddy copies, no domains, no files."""
+    checkpoint to files), and whether the run goes on ``degrade``d when spares run out (guests: two
+    blocks on a node) instead of ending with ERR_NO_SPARE. The default is the runtime's: buddy copies,
+    no domains, no files, no degrading."""
 
     redundancy: str | None = None
     domains: str | None = None
     directory: Path | None = None
     file_every: int | None = None
+    degrade: bool = False
 
     def program_options(self) -> list[str]:
         """The examples' options for these checkpoints (none for the runtime's defaults); jacobi3d and
@@ -364,16 +368,19 @@ class CheckpointOptions:
             out += ["--checkpoint-dir", str(self.directory)]
         if self.file_every is not None:
             out += ["--file-every", str(self.file_every)]
+        if self.degrade:
+            out += ["--on-no-spare", "degrade"]
         return out
 
     def with_directory(self, directory: Path | None) -> "CheckpointOptions":
         """The same options writing the file level into ``directory`` (None: no file level)."""
-        return CheckpointOptions(self.redundancy, self.domains, directory, self.file_every)
+        return CheckpointOptions(self.redundancy, self.domains, directory, self.file_every, self.degrade)
 
 
 def checkpoint_options(grid: str, spares: str, redundancy: str | None = None, domains: str | None = None,
                        directory: str | Path | None = None, file_every: int | None = None,
-                       nodes_as: "NodeOptions | None" = None, need_directory: bool = True) -> CheckpointOptions:
+                       nodes_as: "NodeOptions | None" = None, need_directory: bool = True,
+                       degrade: bool = False) -> CheckpointOptions:
     """Check a run's checkpoint options before anything starts, as the runtime will
     (SLIDING_ERR_REDUNDANCY, SLIDING_ERR_CHECKPOINT_DIR), one line each: the policy
     (core.parse_redundancy: M >= G, G < 2), a group larger than the node ranks, the domain box
@@ -421,7 +428,7 @@ def checkpoint_options(grid: str, spares: str, redundancy: str | None = None, do
             raise FtslideError(f"--checkpoint-dir {path}: no such folder: create it first")
         if not os.access(path, os.W_OK | os.X_OK):
             raise FtslideError(f"--checkpoint-dir {path}: the folder is not writable: choose another")
-    return CheckpointOptions(redundancy, domains, path, file_every)
+    return CheckpointOptions(redundancy, domains, path, file_every, degrade)
 
 
 def check_node_coords(path: Path, layout, names: Sequence[str]) -> list[int]:
@@ -555,7 +562,7 @@ def parse(returncode: int, stdout: str, stderr: str, app: str = "jacobi3d") -> S
             times = {key[: -len("_ms")]: float(value) for key, value in f.items() if key.endswith("_ms")}
             out.recoveries.append(Recovery(int(f["iteration"]), [int(x) for x in f["failed"].split(",") if x],
                                            int(f["attempts"]), times, int(f.get("moved_bytes", 0)),
-                                           int(f.get("buddy_bytes", 0))))
+                                           int(f.get("buddy_bytes", 0)), int(f.get("guests", 0))))
         elif event == "done":
             out.checksum = f["checksum"]
             if "valid" in f:

@@ -119,6 +119,8 @@ module sliding
         real(c_double) :: agree, mapping, rebuild, state, commit, total
         integer(c_int) :: attempts, failed_nodes
         integer(c_int64_t) :: moved_bytes, buddy_bytes
+        real(c_double) :: spawn
+        integer(c_int) :: guests
     end type
 
     ! A recovery callback (sliding_on_recovery): called at every process that

@@ -93,7 +93,8 @@ class RecoveryTimes(ctypes.Structure):
     _fields_ = [("agree", ctypes.c_double), ("mapping", ctypes.c_double), ("rebuild", ctypes.c_double),
                 ("state", ctypes.c_double), ("commit", ctypes.c_double), ("total", ctypes.c_double),
                 ("attempts", ctypes.c_int), ("failed_nodes", ctypes.c_int),
-                ("moved_bytes", ctypes.c_int64), ("buddy_bytes", ctypes.c_int64)]
+                ("moved_bytes", ctypes.c_int64), ("buddy_bytes", ctypes.c_int64),
+                ("spawn", ctypes.c_double), ("guests", ctypes.c_int)]
 
 
 # sliding_recovery_callback: int fn(sliding_t *s, int old_rank, int new_rank, MPI_Comm cart, void *arg)

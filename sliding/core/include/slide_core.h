@@ -505,6 +505,36 @@ int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nf
                       int32_t *rank_to_node, slide_choice *choices, void *work,
                       size_t work_bytes, int32_t *err_index);
 
+/* Running on when spares run out ("on-no-spare degrade"). Where the method
+ * stops for want of a free node (SLIDE_ENOSPARE, SLIDE_ELINE, SLIDE_EPLANE),
+ * its map for the failures before that point is kept, and from that failure
+ * on, one at a time in list order, every rank whose node died goes to the
+ * live node (a spare or a rank's node; never an unused one) holding the
+ * fewest ranks, ties -> the fewest hops summed to the hosts of its live
+ * stencil neighbours (logical grid, wrapping on a torus), ties -> lowest id.
+ * A node that holds no rank takes it as slide_map would (the rank moves
+ * there); a node that holds ranks already takes it as a GUEST: a new set of
+ * processes on that node, given id nodes + g for the g-th guest made
+ * (host[g] = the node), so the same node runs two blocks. Failed ids may name
+ * guests (nodes + g, g below the guests made by the failures before it): the
+ * guest's processes died alone; a failed node takes its guests with it. Each
+ * step knows only the failures before it, so earlier placements never move.
+ *
+ * Inputs: as slide_map(), failed ids in 0..nodes + max_guests - 1; host has
+ * max_guests entries; work: at least slide_degrade_workspace_bytes(lay,
+ * max_guests) bytes, 8-byte aligned.
+ * Output: serving[0..ranks-1]: the node or guest id that runs each node rank
+ * (slide_map()'s map while no failure is degraded); host[0..*nguests-1].
+ * Cost: slide_map()'s, plus O(nodes x ranks per degraded node) per failure.
+ * Errors: slide_map()'s argument errors, SLIDE_ENODE, SLIDE_EDUP, method
+ * errors other than those three, SLIDE_ENOSPARE (a guest is needed and
+ * max_guests are made), SLIDE_ENOSURVIVOR (no live node); *err_index as in
+ * slide_map(), serving then undefined. */
+size_t slide_degrade_workspace_bytes(const slide_layout *lay, int32_t max_guests);
+int slide_map_degrade(const slide_layout *lay, int method, const int32_t *failed, int32_t nfailed,
+                      int32_t *serving, int32_t *host, int32_t max_guests, int32_t *nguests, void *work,
+                      size_t work_bytes, int32_t *err_index);
+
 /* ---- metrics ----------------------------------------------------------- */
 
 /* Bytes of workspace slide_measure() needs: 4 * (net links + nodes) +

@@ -1326,6 +1326,149 @@ static void test_redundancy(void)
           "negative domain, NULL map");
 }
 
+/* Running on when spares run out: slide_map_degrade() over random failure
+ * sequences (nodes, and guests once they exist), against its promises. */
+static void test_degrade(void)
+{
+    const char *cases[][3] = {{"mesh:3x2", "x:1", "hybrid"},   {"torus:4x4", "x:1", "slide1d"},
+                              {"torus:4x3x2", "x:1", "routed"}, {"mesh:4x4", "x:1,y:1", "simple"},
+                              {"torus:4x4", "x:1", "slide2d"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        slide_grid g;
+        slide_spares sp;
+        slide_layout lay;
+        slide_method m;
+        slide_grid_parse(cases[c][0], &g);
+        slide_spares_parse(cases[c][1], &sp);
+        slide_layout_init(&lay, &g, &sp);
+        slide_method_parse(cases[c][2], &m);
+        const int32_t max_guests = 4 * lay.ranks;
+        size_t bytes = slide_degrade_workspace_bytes(&lay, max_guests);
+        void *work = alloc_or_die(bytes);
+        int32_t *serving = alloc_or_die(sizeof(int32_t) * (size_t)lay.ranks);
+        int32_t *before = alloc_or_die(sizeof(int32_t) * (size_t)lay.ranks);
+        int32_t *plain = alloc_or_die(sizeof(int32_t) * (size_t)lay.ranks);
+        int32_t *host = alloc_or_die(sizeof(int32_t) * (size_t)max_guests);
+        int32_t *host_before = alloc_or_die(sizeof(int32_t) * (size_t)max_guests);
+        int32_t *failed = alloc_or_die(sizeof(int32_t) * (size_t)(lay.nodes + max_guests));
+        int32_t *load = alloc_or_die(sizeof(int32_t) * (size_t)lay.nodes);
+        unsigned char *dead = alloc_or_die((size_t)(lay.nodes + max_guests));
+        for (int trial = 0; trial < 60; trial++) {
+            int32_t nfailed = 0, nguests = 0, nguests_before = 0, err = 0;
+            memset(dead, 0, (size_t)(lay.nodes + max_guests));
+            slide_initial_map(&lay, before);
+            int degraded = 0;
+            for (;;) {
+                /* the next failure: a live node, or now and then a live guest */
+                int32_t f = -1, live_guests = 0;
+                for (int32_t q = 0; q < nguests; q++)
+                    live_guests += !dead[lay.nodes + q];
+                if (live_guests && rng_next() % 4 == 0) {
+                    int32_t pick = (int32_t)(rng_next() % (uint64_t)live_guests);
+                    for (int32_t q = 0; q < nguests && f < 0; q++)
+                        if (!dead[lay.nodes + q] && pick-- == 0)
+                            f = lay.nodes + q;
+                } else {
+                    int32_t alive = 0;
+                    for (int32_t n = 0; n < lay.nodes; n++)
+                        alive += !dead[n] && slide_node_role(&lay, n) != SLIDE_ROLE_UNUSED;
+                    if (alive <= 1)
+                        break;
+                    int32_t pick = (int32_t)(rng_next() % (uint64_t)alive);
+                    for (int32_t n = 0; n < lay.nodes && f < 0; n++)
+                        if (!dead[n] && slide_node_role(&lay, n) != SLIDE_ROLE_UNUSED && pick-- == 0)
+                            f = n;
+                }
+                failed[nfailed++] = f;
+                dead[f] = 1;
+                for (int32_t q = 0; f < lay.nodes && q < nguests; q++)
+                    if (host[q] == f)
+                        dead[lay.nodes + q] = 1;
+                int rc = slide_map_degrade(&lay, m, failed, nfailed, serving, host, max_guests, &nguests, work,
+                                           bytes, &err);
+                CHECK(rc == SLIDE_OK, "%s %s %s trial %d: %d failures: status %d at %d", cases[c][0], cases[c][1],
+                      cases[c][2], trial, nfailed, rc, err);
+                if (rc != SLIDE_OK)
+                    break;
+                /* while the method copes, its own map */
+                int32_t plain_err;
+                int plain_rc = slide_map(&lay, m, failed, nfailed, plain, work, bytes, &plain_err);
+                degraded = degraded || plain_rc != SLIDE_OK || f >= lay.nodes;
+                if (!degraded)
+                    CHECK(memcmp(plain, serving, sizeof(int32_t) * (size_t)lay.ranks) == 0 && nguests == 0,
+                          "%s %s: the method's map while it copes", cases[c][0], cases[c][2]);
+                /* earlier guests keep their host; ranks whose place lived keep it */
+                CHECK(nguests >= nguests_before && memcmp(host, host_before, sizeof(int32_t) * (size_t)nguests_before) == 0,
+                      "%s: guests made before keep their ids and hosts", cases[c][0]);
+                memset(load, 0, sizeof(int32_t) * (size_t)lay.nodes);
+                for (int32_t r = 0; r < lay.ranks; r++) {
+                    int32_t at = serving[r], where = at < lay.nodes ? at : host[at - lay.nodes];
+                    CHECK(at >= 0 && at < lay.nodes + nguests && !dead[at] && !dead[where] &&
+                              slide_node_role(&lay, where) != SLIDE_ROLE_UNUSED,
+                          "%s: rank %d on %d: a live place", cases[c][0], r, at);
+                    if (degraded && !dead[before[r]])
+                        CHECK(serving[r] == before[r], "%s: rank %d moved from a live place %d to %d", cases[c][0],
+                              r, before[r], serving[r]);
+                    load[where]++;
+                    for (int32_t q = 0; q < r; q++)
+                        CHECK(serving[q] != at, "%s: ranks %d and %d on one place %d", cases[c][0], q, r, at);
+                }
+                if (degraded) {
+                    int32_t lo = INT32_MAX, hi = 0;
+                    for (int32_t n = 0; n < lay.nodes; n++) {
+                        if (dead[n] || slide_node_role(&lay, n) == SLIDE_ROLE_UNUSED)
+                            continue;
+                        lo = load[n] < lo ? load[n] : lo;
+                        hi = load[n] > hi ? load[n] : hi;
+                    }
+                    CHECK(hi - lo <= 1, "%s %s: loads %d..%d after degrading", cases[c][0], cases[c][2], lo, hi);
+                }
+                for (int32_t q = 0; q < nguests; q++)
+                    if (!dead[lay.nodes + q])
+                        CHECK(load[host[q]] >= 2, "%s: guest %d on a node of load %d", cases[c][0], q, load[host[q]]);
+                memcpy(before, serving, sizeof(int32_t) * (size_t)lay.ranks);
+                memcpy(host_before, host, sizeof(int32_t) * (size_t)nguests);
+                nguests_before = nguests;
+                if (nguests + lay.ranks > max_guests)
+                    break;
+            }
+        }
+        free(work);
+        free(serving);
+        free(before);
+        free(plain);
+        free(host);
+        free(host_before);
+        free(failed);
+        free(load);
+        free(dead);
+    }
+    /* bad input */
+    slide_grid g;
+    slide_spares sp;
+    slide_layout lay;
+    slide_grid_parse("mesh:3x2", &g);
+    slide_spares_parse("x:1", &sp);
+    slide_layout_init(&lay, &g, &sp); /* nodes 0..5, spares 4 and 5 */
+    size_t bytes = slide_degrade_workspace_bytes(&lay, 16);
+    void *work = alloc_or_die(bytes);
+    int32_t serving[4], host[16], nguests = 0, err = 0;
+    const int32_t guest_first[] = {6}, twice[] = {0, 1, 2, 2}, all[] = {0, 1, 2, 3, 4, 5}, three[] = {0, 1, 2};
+    CHECK(slide_map_degrade(&lay, SLIDE_HYBRID, guest_first, 1, serving, host, 16, &nguests, work, bytes, &err) ==
+              SLIDE_ENODE && err == 0, "a guest that was never made");
+    CHECK(slide_map_degrade(&lay, SLIDE_HYBRID, twice, 4, serving, host, 16, &nguests, work, bytes, &err) ==
+              SLIDE_EDUP && err == 3, "a node listed twice after degrading");
+    int rc = slide_map_degrade(&lay, SLIDE_HYBRID, all, 6, serving, host, 16, &nguests, work, bytes, &err);
+    CHECK(rc == SLIDE_ENOSURVIVOR && err == 5, "every node dead: %d at %d", rc, err);
+    CHECK(slide_map_degrade(&lay, SLIDE_HYBRID, three, 3, serving, host, 0, &nguests, work, bytes, &err) ==
+              SLIDE_ENOSPARE && err == 2, "a guest needed, none allowed");
+    CHECK(slide_map_degrade(&lay, SLIDE_HYBRID, three, 3, serving, host, 16, &nguests, work, bytes - 8, &err) ==
+              SLIDE_EWORKSPACE, "workspace too small");
+    CHECK(slide_map_degrade(&lay, SLIDE_HYBRID, three, 3, serving, host, 16, &nguests, work, bytes, &err) == SLIDE_OK &&
+              nguests == 1, "three failures on two spares: one guest (%d)", nguests);
+    free(work);
+}
+
 int main(int argc, char **argv)
 {
     struct { const char *name; void (*fn)(void); } groups[] = {
@@ -1335,6 +1478,7 @@ int main(int argc, char **argv)
         {"errors", test_errors},       {"metrics_reference", test_metrics_reference},
         {"blocks", test_blocks},
         {"spare_sets", test_spare_sets}, {"redundancy", test_redundancy},
+        {"degrade", test_degrade},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

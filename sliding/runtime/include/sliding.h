@@ -161,6 +161,8 @@ typedef struct sliding_recovery_times {
                           * new nodes (every process, from the agreed maps) */
     int64_t buddy_bytes; /* state sent to re-establish the redundancy (buddy copies or a group's
                           * parity) under the new map, and to rebuild lost checkpoints from it */
+    double spawn;        /* starting guests (SLIDING_INFO_ON_NO_SPARE "degrade"), 0 without */
+    int guests;          /* guests running after it: node ranks that share a node with another */
 } sliding_recovery_times;
 
 /* A recovery callback (sliding_on_recovery): called at every process that
@@ -180,6 +182,7 @@ typedef int (*sliding_recovery_callback)(sliding_t *s, int old_rank, int new_ran
 #define SLIDING_INFO_DOMAINS "sliding_domains"       /* "AxB[xC]": failure domains as boxes of nodes */
 #define SLIDING_INFO_CHECKPOINT_DIR "sliding_checkpoint_dir" /* a path: the file level's directory */
 #define SLIDING_INFO_FILE_EVERY "sliding_file_every"         /* an integer >= 1: every Nth checkpoint to files */
+#define SLIDING_INFO_ON_NO_SPARE "sliding_on_no_spare"       /* "fail" (the default) | "degrade" */
 
 /* Validate the layout and method against comm, with one process per node
  * (process n is node n) or K per node grouped by shared memory:

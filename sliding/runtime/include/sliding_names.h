@@ -68,6 +68,7 @@ enum sliding_point {
     SLIDING_POINT_RECOVERY_COMMIT,  /* before the commit agreement */
     SLIDING_POINT_PROMOTED,         /* a spare that has just been given a rank */
     SLIDING_POINT_CHECKPOINT_FILE,  /* in sliding_checkpoint, a committed copy about to go to the file level */
+    SLIDING_POINT_RECOVERY_SPAWN,   /* out of spares, degrading: before guest processes are started */
 };
 
 /* One-line message of a status ("unknown sliding status" for others). */

@@ -110,6 +110,9 @@ int alive_rank(const sliding_t *s, int node, int lane)
 {
     MPI_Group group;
     int out, world_rank = s->procs[node * s->k + lane];
+    if (world_rank < 0) {
+        return MPI_UNDEFINED;
+    }
     MPI_Comm_group(s->alive, &group);
     MPI_Group_translate_ranks(s->world_group, 1, &world_rank, group, &out);
     MPI_Group_free(&group);
@@ -127,6 +130,7 @@ typedef struct options {
     char domains[64];         /* "" if not given: every node its own domain */
     char dir[4096];           /* "" if not given: no file level */
     long long file_every;     /* 0 if not given */
+    int degrade;              /* SLIDING_INFO_ON_NO_SPARE is "degrade" */
 } options_t;
 
 /* Read the info keys; SLIDING_ERR_INFO for a malformed value. */
@@ -158,6 +162,11 @@ static int read_options(MPI_Info info, options_t *o)
     if (!flag) {
         o->dir[0] = '\0';
     }
+    MPI_Info_get(info, SLIDING_INFO_ON_NO_SPARE, (int)sizeof value - 1, value, &flag);
+    if (flag && strcmp(value, "degrade") != 0 && strcmp(value, "fail") != 0) {
+        return SLIDING_ERR_INFO;
+    }
+    o->degrade = flag && strcmp(value, "degrade") == 0;
     MPI_Info_get(info, SLIDING_INFO_FILE_EVERY, (int)sizeof value - 1, value, &flag);
     if (flag) {
         char *end;
@@ -204,16 +213,33 @@ void sliding_killpoint(const sliding_t *s, const char *point)
     if (ftslide_killspec() == NULL || s == NULL || point == NULL) {
         return;
     }
-    int *logical_ranks = malloc(sizeof(int) * (size_t)s->k), node_rank = rank_of_node(s, s->node);
-    if (logical_ranks == NULL) {
-        return;
+    /* The node's processes, and those of the guests it runs: they die with it. */
+    int n = 0, slots = node_slots(s), *nodes = malloc(sizeof(int) * (size_t)slots);
+    for (int node = s->node; nodes && node < slots; node++) {
+        if (node == s->node || (s->node < s->layout.nodes && node >= s->layout.nodes &&
+                                node - s->layout.nodes < s->nspawned && host_of(s, node) == s->node)) {
+            nodes[n++] = node;
+        }
     }
-    for (int l = 0; l < s->k; l++) {
-        logical_ranks[l] = node_rank >= 0 ? slide_block_rank(&s->layout, s->block, node_rank, l) : -1;
+    int *logical_ranks = malloc(sizeof(int) * (size_t)(n * s->k)), *pids = malloc(sizeof(int) * (size_t)(n * s->k));
+    int *world_ranks = malloc(sizeof(int) * (size_t)(n * s->k));
+    if (nodes && logical_ranks && pids && world_ranks) {
+        for (int i = 0; i < n; i++) {
+            int node_rank = rank_of_node(s, nodes[i]);
+            for (int l = 0; l < s->k; l++) {
+                logical_ranks[i * s->k + l] =
+                    node_rank >= 0 ? slide_block_rank(&s->layout, s->block, node_rank, l) : -1;
+                pids[i * s->k + l] = s->pids[nodes[i] * s->k + l];
+                world_ranks[i * s->k + l] = s->procs[nodes[i] * s->k + l];
+            }
+        }
+        const sliding_victims victims = {s->node, s->lane, n * s->k, pids, world_ranks, logical_ranks};
+        sliding_kill_node_at(&victims, point);
     }
-    const sliding_victims victims = {s->node, s->lane, s->k, s->pids, &s->procs[s->node * s->k], logical_ranks};
-    sliding_kill_node_at(&victims, point);
+    free(nodes);
     free(logical_ranks);
+    free(pids);
+    free(world_ranks);
 }
 
 void sliding_killpointf(const sliding_t *s, const char *format, ...)
@@ -237,6 +263,54 @@ int sliding_create(MPI_Comm comm, const char *grid, const char *spares, const ch
     return sliding_create_info(comm, grid, spares, method, MPI_INFO_NULL, out);
 }
 
+/* A guest's sliding_create (sliding_degrade.c): the survivors that spawned
+ * it hand it the runtime's state; the options are its own (the same command
+ * line). Its sliding_start joins the recovery under way. */
+static int join_as_guest(MPI_Comm comm, MPI_Comm parent, const slide_layout *layout, slide_method m,
+                         const char *grid, const char *spares, const options_t *opt, sliding_t **out)
+{
+    sliding_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        return SLIDING_ERR_NOMEM;
+    }
+    s->layout = *layout;
+    s->method = m;
+    s->degrade = 1;
+    s->joined = 1;
+    s->cart = MPI_COMM_NULL;
+    s->own.rank = s->buddy.rank = s->own_pending.rank = s->buddy_pending.rank = -1;
+    s->file_staged = -1;
+    MPI_Comm_rank(comm, &s->join_index);
+    int32_t *domains = NULL;
+    int status = degrade_allocate(s);
+    if (status == SLIDING_OK) {
+        s->work_bytes = slide_degrade_workspace_bytes(layout, s->max_guests);
+        s->work = malloc(s->work_bytes);
+        status = s->work ? guest_join(s, parent, &domains) : SLIDING_ERR_NOMEM;
+    }
+    if (status == SLIDING_OK) {
+        snprintf(s->grid_text, sizeof s->grid_text, "%s", grid);
+        snprintf(s->spares_text, sizeof s->spares_text, "%s", spares);
+        status = checkpoint_policy(s, opt->redundancy, opt->domains, opt->domains[0] ? NULL : domains);
+    }
+    free(domains);
+    if (status == SLIDING_OK) {
+        int64_t file_committed = s->file_committed; /* the survivors', which checkpoint_files resets */
+        status = checkpoint_files(s, opt->dir, opt->file_every);
+        s->file_committed = file_committed;
+    }
+    if (status == SLIDING_OK) {
+        s->holds_hooks = 1;
+        status = keep_cart_hooks() == MPI_SUCCESS ? SLIDING_OK : SLIDING_ERR_MPI;
+    }
+    if (status != SLIDING_OK) {
+        sliding_free(s);
+        return status;
+    }
+    *out = s;
+    return SLIDING_OK;
+}
+
 int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, const char *method,
                         MPI_Info info, sliding_t **out)
 {
@@ -252,13 +326,18 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
     MPI_Comm_rank(comm, &me);
     options_t opt = {0};
     int32_t block[SLIDE_MAX_DIMS] = {1, 1, 1};
+    MPI_Comm parent = MPI_COMM_NULL;
+    MPI_Comm_get_parent(&parent);
     if (slide_grid_parse(grid, &g) || slide_spares_parse(spares, &sp) ||
         slide_method_parse(method, &m) || slide_method_one_rank_per_node(m) != 1 ||
         slide_layout_init(&layout, &g, &sp)) {
         status = SLIDING_ERR_ARG;
+    } else if ((status = read_options(info, &opt)) == SLIDING_OK && opt.degrade && parent != MPI_COMM_NULL) {
+        return join_as_guest(comm, parent, &layout, m, grid, spares, &opt, out);
+    } else if (status != SLIDING_OK) {
     } else if (size % layout.nodes != 0) {
         status = SLIDING_ERR_SIZE;
-    } else if ((status = read_options(info, &opt)) == SLIDING_OK) {
+    } else {
         status = choose_block(&layout, opt.block, size / layout.nodes, block);
     }
     /* The same status everywhere, and the same choice of options: a key or
@@ -343,30 +422,34 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
         s->checkpoint_every = opt.every > 0 ? opt.every : 5;
         s->cart = MPI_COMM_NULL;
         s->own.rank = s->buddy.rank = s->own_pending.rank = s->buddy_pending.rank = -1;
-        s->work_bytes = slide_map_workspace_bytes(&layout);
-        s->procs = malloc(sizeof(int) * (size_t)size);
+        s->degrade = opt.degrade;
+        status = s->degrade ? degrade_allocate(s) : SLIDING_OK;
+        size_t slots = (size_t)node_slots(s);
+        s->work_bytes = slide_degrade_workspace_bytes(&layout, s->max_guests);
+        s->procs = malloc(sizeof(int) * slots * (size_t)k);
         s->node_of = malloc(sizeof(int32_t) * (size_t)size);
-        s->pids = malloc(sizeof(int) * (size_t)k);
+        s->pids = calloc(slots * (size_t)k, sizeof(int));
         s->map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
         s->new_map = malloc(sizeof(int32_t) * (size_t)layout.ranks);
-        s->failed = malloc(sizeof(int32_t) * (size_t)layout.nodes);
-        s->dead = calloc((size_t)layout.nodes, 1);
-        s->batch = calloc((size_t)layout.nodes, 1);
+        s->failed = malloc(sizeof(int32_t) * slots);
+        s->dead = calloc(slots, 1);
+        s->batch = calloc(slots, 1);
         s->work = malloc(s->work_bytes);
-        if (!s->procs || !s->node_of || !s->pids || !s->map || !s->new_map || !s->failed || !s->dead || !s->batch ||
-            !s->work) {
-            status = SLIDING_ERR_NOMEM;
+        if (status != SLIDING_OK || !s->procs || !s->node_of || !s->pids || !s->map || !s->new_map || !s->failed ||
+            !s->dead || !s->batch || !s->work) {
+            status = status != SLIDING_OK ? status : SLIDING_ERR_NOMEM;
         } else {
+            for (size_t i = 0; i < slots * (size_t)k; i++) {
+                s->procs[i] = -1;
+            }
             for (int p = 0; p < size; p++) {
                 int node = grid_node[job_node[p]];
                 s->procs[node * k + lane[p]] = p;
+                s->pids[node * k + lane[p]] = pids[p];
                 s->node_of[p] = node;
             }
             s->node = grid_node[job_node[me]];
             s->lane = lane[me];
-            for (int l = 0; l < k; l++) {
-                s->pids[l] = pids[s->procs[s->node * k + l]];
-            }
             slide_initial_map(&layout, s->map);
             snprintf(s->grid_text, sizeof s->grid_text, "%s", grid);
             snprintf(s->spares_text, sizeof s->spares_text, "%s", spares);
@@ -378,7 +461,9 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
     }
     /* The same policy everywhere: its status and a hash of its text. */
     uint32_t policy_hash = 2166136261u; /* FNV-1a over "redundancy;domains" */
-    for (const char *texts[] = {opt.redundancy, ";", opt.domains, ";", opt.dir, NULL}, **t = texts; *t; t++) {
+    for (const char *texts[] = {opt.redundancy, ";", opt.domains, ";", opt.dir, ";", opt.degrade ? "degrade" : "", NULL},
+                    **t = texts;
+         *t; t++) {
         for (const char *c = *t; *c; c++) {
             policy_hash = (policy_hash ^ (unsigned char)*c) * 16777619u;
         }
@@ -393,6 +478,9 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
     free(group_key);
     free(grid_node);
     free(file_domains);
+    if (status == SLIDING_OK && s->degrade) {
+        status = degrade_hostnames(s, comm, size);
+    }
     if (status == SLIDING_OK && (MPI_Comm_dup(comm, &s->world) != MPI_SUCCESS ||
                                  MPI_Comm_dup(comm, &s->alive) != MPI_SUCCESS)) {
         status = SLIDING_ERR_MPI;
@@ -454,6 +542,7 @@ int sliding_create_args(MPI_Comm comm, int *argc, char ***argv, sliding_t **out)
                                              {"--domains", SLIDING_INFO_DOMAINS},
                                              {"--checkpoint-dir", SLIDING_INFO_CHECKPOINT_DIR},
                                              {"--file-every", SLIDING_INFO_FILE_EVERY},
+                                             {"--on-no-spare", SLIDING_INFO_ON_NO_SPARE},
                                              {"--emulate-nodes", SLIDING_INFO_NODE_KEY}};
     const int noptions = (int)(sizeof options / sizeof options[0]);
     int rank, size, first = 1, bad = !argc || !argv || !*argv || !out;
@@ -571,13 +660,26 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     }
     s->started = 1;
     int status = checkpoint_allocate(s);
+    uint64_t hash = registration_hash(s);
+    if (s->joined) {
+        /* A guest: the survivors' recovery is under way; it joins it, and a
+         * registration unlike theirs ends that recovery everywhere. */
+        const int64_t mine[4] = {s->nbufs, s->ncallbacks, (int64_t)(s->total_bytes & INT64_MAX), (int64_t)(hash >> 2)};
+        s->join_error = status != SLIDING_OK || memcmp(mine, s->expected, sizeof mine) != 0;
+        status = recover_all(s);
+        if (status == SLIDING_OK && s->cart == MPI_COMM_NULL) {
+            status = wait_for_work(s, role);
+        } else {
+            killpoint(s, SLIDING_POINT_PROMOTED);
+            *role = SLIDING_PROMOTED;
+        }
+        *cart = s->cart;
+        *version = s->version;
+        return status != SLIDING_OK && s->join_error ? SLIDING_ERR_REGISTER : status;
+    }
     /* Every process must carry the same state and run the same number of
      * callbacks (run_callbacks' agreement): compare counts, total and a hash
      * of the sizes, as maxima of the values and of their negations. */
-    uint64_t hash = 1469598103934665603ull; /* FNV-1a over the sizes, in order */
-    for (int i = 0; i < s->nbufs; i++) {
-        hash = (hash ^ (uint64_t)s->sizes[i]) * 1099511628211ull;
-    }
     int64_t mine[4] = {s->nbufs, s->ncallbacks, (int64_t)(s->total_bytes & INT64_MAX), (int64_t)(hash >> 2)};
     int64_t seen[9] = {mine[0], mine[1], mine[2], mine[3], -mine[0], -mine[1], -mine[2], -mine[3], status};
     if (MPI_Allreduce(MPI_IN_PLACE, seen, 9, MPI_INT64_T, MPI_MAX, s->alive) != MPI_SUCCESS) {
@@ -654,7 +756,7 @@ int sliding_finalize(sliding_t *s)
     /* Release every living process that holds no rank: spares, idle nodes,
      * and the surviving processes of a failed node. Best effort: a process
      * that died meanwhile is skipped by MPI_Finalize's own failure drain. */
-    unsigned char *has_rank = calloc((size_t)s->layout.nodes, 1);
+    unsigned char *has_rank = calloc((size_t)node_slots(s), 1);
     if (!has_rank) {
         return SLIDING_ERR_NOMEM;
     }
@@ -662,7 +764,7 @@ int sliding_finalize(sliding_t *s)
         has_rank[s->map[r]] = 1;
     }
     char token = 1;
-    for (int node = 0; node < s->layout.nodes; node++) {
+    for (int node = 0; node < node_slots(s); node++) {
         for (int lane = 0; lane < s->k && !has_rank[node]; lane++) {
             int peer = alive_rank(s, node, lane);
             if (peer != MPI_UNDEFINED) {
@@ -700,6 +802,7 @@ void sliding_free(sliding_t *s)
     free(s->pids);
     free(s->work);
     free(s->callbacks);
+    degrade_free(s);
     if (s->holds_hooks) {
         release_cart_hooks();
     }
@@ -809,9 +912,9 @@ void sliding_report_recovery(const sliding_t *s, const char *program, int64_t it
         printf("%s%d", i ? "," : "", (int)s->failed[i]);
     }
     printf(" attempts=%d agree_ms=%.3f map_ms=%.3f rebuild_ms=%.3f state_ms=%.3f commit_ms=%.3f total_ms=%.3f"
-           " moved_bytes=%" PRId64 " buddy_bytes=%" PRId64 "\n",
+           " moved_bytes=%" PRId64 " buddy_bytes=%" PRId64 " guests=%d\n",
            t->attempts, t->agree * 1e3, t->mapping * 1e3, t->rebuild * 1e3, t->state * 1e3, t->commit * 1e3,
-           t->total * 1e3, t->moved_bytes, t->buddy_bytes);
+           t->total * 1e3, t->moved_bytes, t->buddy_bytes, t->guests);
     fflush(stdout);
 }
 

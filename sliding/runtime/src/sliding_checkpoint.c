@@ -80,7 +80,7 @@ int checkpoint_policy(sliding_t *s, const char *redundancy, const char *domains,
         /* Today's pairing without domains; with them it must exist for the first map. */
         int32_t shift;
         if (s->domain_of_node && lay->ranks > 1 &&
-            slide_buddy_shift(lay, s->map, s->domain_of_node, &shift) != SLIDE_OK) {
+            slide_buddy_shift(lay, placed_map(s, s->map), s->domain_of_node, &shift) != SLIDE_OK) {
             return SLIDING_ERR_REDUNDANCY;
         }
         return SLIDING_OK;
@@ -134,6 +134,7 @@ static int erasure(const sliding_t *s)
  * buddy_shift_for falls back). Every process decides alike, from the map. */
 static int groups_of(sliding_t *s, const int32_t *map)
 {
+    map = placed_map(s, map); /* guests are where their host is */
     int rc = slide_groups(&s->layout, map, s->domain_of_node, s->redundancy.group, s->redundancy.lose,
                           s->group_of_rank, s->member_of_rank, s->group_size, &s->ngroups);
     if (rc == SLIDE_ENOPLACEMENT && s->started) {
@@ -178,8 +179,9 @@ static int buddy_at(const sliding_t *s, int r, int32_t shift)
 
 /* The shift of the buddy pairing for `map`: half the node ranks, or with
  * domains the one slide_buddy_shift finds (half again if a slide left none). */
-static int32_t buddy_shift_for(const sliding_t *s, const int32_t *map)
+static int32_t buddy_shift_for(sliding_t *s, const int32_t *map)
 {
+    map = placed_map(s, map);
     int32_t shift = s->layout.ranks / 2;
     if (s->domain_of_node && s->layout.ranks > 1 &&
         slide_buddy_shift(&s->layout, map, s->domain_of_node, &shift) != SLIDE_OK) {

@@ -6,6 +6,7 @@
  *   sliding_checkpoint.c  checkpoints: the copies, their exchange, the state
  *                         moves of a recovery
  *   sliding_recover.c     the recovery protocol and the spares' wait
+ *   sliding_degrade.c     running on when spares run out: guests, spawned
  *   sliding_kill.c        fault injection
  */
 #ifndef SLIDING_INTERNAL_H
@@ -46,15 +47,28 @@ struct sliding_runtime {
     int32_t block[SLIDE_MAX_DIMS]; /* the ranks of a node rank (slide_core.h, ranks per node) */
     int k;                    /* processes per node */
     int method;
-    int node, lane;           /* this process's node and index in it */
-    int *procs;               /* [nodes * k]: world rank of lane l of node n at n * k + l */
-    int *pids;                /* [k]: process ids of this node's lanes (fault injection) */
+    int node, lane;           /* this process's node (or guest: node_slots) and index in it */
+    int *procs;               /* [slots * k]: world rank of lane l of node n at n * k + l, -1 gone */
+    int *pids;                /* [slots * k]: process ids, as procs (fault injection) */
     int32_t *node_of;         /* [world size]: node of each process */
-    int32_t *map, *new_map;   /* node rank -> node */
-    int32_t *failed;          /* agreed failed nodes, in order */
+    int32_t *map, *new_map;   /* node rank -> node, or guest (slide_map_degrade's serving map) */
+    int32_t *failed;          /* agreed failed nodes and guests, in order */
     int nfailed;
-    unsigned char *dead;      /* per node */
-    unsigned char *batch;     /* per node: scratch of append_failed_batch */
+    unsigned char *dead;      /* per node slot */
+    unsigned char *batch;     /* per node slot: scratch of append_failed_batch */
+    /* running on when spares run out (sliding_degrade.c); max_guests is 0 without it */
+    int degrade;              /* SLIDING_INFO_ON_NO_SPARE is "degrade" */
+    int32_t max_guests;       /* guest ids run from layout.nodes to node_slots() - 1 */
+    int32_t *host;            /* [max_guests]: the node each guest runs on */
+    int32_t nguests;          /* guests the map of the agreed failures names */
+    int32_t nspawned;         /* guests whose processes were started and joined */
+    int32_t *placed;          /* [ranks]: scratch of placed_map */
+    char *hostnames;          /* [nodes * MPI_MAX_PROCESSOR_NAME]: where each node runs */
+    char *spawn_command, *spawn_text, **spawn_argv; /* the program as started: what guests run */
+    int joined;               /* this process is a guest */
+    int join_index;           /* a guest's rank in its spawned job, until it knows its node */
+    int64_t expected[4];      /* a guest: the survivors' registration (nbufs, callbacks, bytes, hash) */
+    int join_error;           /* a guest registered otherwise: the recovery ends everywhere */
     void *work;
     size_t work_bytes;
     int nbufs;
@@ -129,6 +143,18 @@ INTERNAL int checkpoint_resume(sliding_t *s, int64_t *version);
 INTERNAL int checkpoint_file_wait(sliding_t *s);
 INTERNAL void checkpoint_file_manifest(sliding_t *s, int all_written);
 INTERNAL void checkpoint_count_bytes(const sliding_t *s, const int32_t *old_map, sliding_recovery_times *t);
+
+/* sliding_degrade.c */
+INTERNAL int node_slots(const sliding_t *s);
+INTERNAL int host_of(const sliding_t *s, int node);
+INTERNAL const int32_t *placed_map(sliding_t *s, const int32_t *map);
+INTERNAL uint64_t registration_hash(const sliding_t *s);
+INTERNAL int degrade_allocate(sliding_t *s);
+INTERNAL int degrade_hostnames(sliding_t *s, MPI_Comm comm, int size);
+INTERNAL void degrade_free(sliding_t *s);
+INTERNAL int new_map_of(sliding_t *s);
+INTERNAL int spawn_guests(sliding_t *s);
+INTERNAL int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains);
 
 /* sliding_recover.c */
 INTERNAL int recover_all(sliding_t *s);

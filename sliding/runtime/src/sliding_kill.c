@@ -242,7 +242,7 @@ void sliding_kill_node_at(const sliding_victims *v, const char *point)
      * then be a node whose processes died, not a lost node). */
     ftslide_kill_daemon_if_asked();
     for (int l = 0; l < v->k; l++) { /* the node's other processes, then this one */
-        if (l != v->lane) {
+        if (l != v->lane && v->pids[l] > 0) {
             kill((pid_t)v->pids[l], SIGKILL);
         }
     }

@@ -19,7 +19,7 @@ static void append_failed_batch(sliding_t *s, MPI_Comm shrunk)
     MPI_Comm_group(shrunk, &after);
     int n;
     MPI_Group_size(before, &n);
-    memset(s->batch, 0, (size_t)s->layout.nodes);
+    memset(s->batch, 0, (size_t)node_slots(s));
     for (int i = 0; i < n; i++) {
         int in_after, world_rank;
         MPI_Group_translate_ranks(before, 1, &i, after, &in_after);
@@ -28,7 +28,7 @@ static void append_failed_batch(sliding_t *s, MPI_Comm shrunk)
             s->batch[s->node_of[world_rank]] = 1;
         }
     }
-    for (int node = 0; node < s->layout.nodes; node++) {
+    for (int node = 0; node < node_slots(s); node++) {
         if (s->batch[node] && !s->dead[node]) {
             s->failed[s->nfailed++] = node;
             s->dead[node] = 1;
@@ -66,7 +66,8 @@ static int recover_once(sliding_t *s)
     }
     /* An error of the application's own on cart (not a failure's): every
      * survivor learns of it in the first agreement and gives up. */
-    const int app_error = s->cart != MPI_COMM_NULL && s->cart_error != MPI_SUCCESS && !is_failure(s->cart_error);
+    const int app_error = (s->cart != MPI_COMM_NULL && s->cart_error != MPI_SUCCESS && !is_failure(s->cart_error)) ||
+                          s->join_error;
     if (s->cart_freed_by_app) { /* its handle is gone: never touch it */
         s->cart = MPI_COMM_NULL;
     }
@@ -130,13 +131,19 @@ static int recover_once(sliding_t *s)
 
         killpoint(s, SLIDING_POINT_RECOVERY_MAP);
         phase = now();
-        int32_t err_index;
-        int map_rc = slide_map(&s->layout, s->method, s->failed, s->nfailed, s->new_map, s->work,
-                               s->work_bytes, &err_index);
+        int map_rc = new_map_of(s);
         t.mapping += now() - phase;
         if (map_rc != SLIDE_OK) {
             status = SLIDING_ERR_NO_SPARE;
             break;
+        }
+        if (s->nguests > s->nspawned) {
+            /* Out of spares, degrading: start the guests the map names, then
+             * run the recovery again with them (a failure meanwhile: again). */
+            phase = now();
+            (void)spawn_guests(s);
+            t.spawn += now() - phase;
+            continue;
         }
         /* A checkpoint that no copy in memory can rebuild: every rank goes
          * back to the newest complete file checkpoint, if there is one. */
@@ -212,6 +219,7 @@ static int recover_once(sliding_t *s)
     free(old_map);
     t.total = now() - start;
     t.failed_nodes = s->nfailed;
+    t.guests = s->nspawned;
     s->last = t;
     s->recovered = 1;
     return status;

@@ -1,0 +1,116 @@
+"""Running on when spares run out (issue 38): the sliding runtime's `--on-no-spare degrade`
+(SLIDING_INFO_ON_NO_SPARE), through heat2d (sliding/examples/heat2d.c).
+
+The grid is mesh:3x3 with the spare line x:1: 6 node ranks (a 2x3 rank grid) on nodes 0-5 (node = 3 x + y),
+spares 6-8, method simple. Nodes 0, 1 and 2 die at iterations 8, 14 and 20 and take the three spares; node 3
+dies at iteration 26, when none is left. Without degrade every process stops with ERR_NO_SPARE; with it the
+core (slide_map_degrade) gives node 3's rank to the least loaded live node nearest its neighbours, the
+survivors start a guest there (MPI_Comm_spawn of heat2d on that node's host), and the run must end with the
+failure-free checksum and valid=yes. Then the guest's host dies (its guest with it), or the guest alone
+(its id, nodes + 0 = 9, named in FTSLIDE_KILL), or a survivor during the spawn (recovery_spawn): each is one
+more recovery, and the answer stays the failure-free one. Every test says which node dies where, and checks
+that exactly those kills landed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ftslide.sliding import core
+from ftslide.sliding import runtime as stencil
+from ftslide.toolchain import mpi
+
+pytestmark = pytest.mark.mpi
+
+GRID, SPARES, METHOD, NODES = "mesh:3x3", "x:1", "simple", 9
+SIZE = ("40", "30", "44")            # nx ny iterations (heat2d), checkpoints every 5
+OUT_OF_SPARES = ("0@iter=8", "1@iter=14", "2@iter=20", "3@iter=26")
+TIMEOUT = 150
+
+
+@pytest.fixture(scope="module")
+def heat2d(mpi_prefix: Path) -> list[str]:
+    return stencil.build(mpi_prefix, "c", "heat2d")
+
+
+@pytest.fixture(scope="module")
+def reference(mpi_prefix: Path, heat2d: list[str]) -> str:
+    run = launch(mpi_prefix, heat2d, [], ())
+    assert run.returncode == 0 and run.checksum and run.valid, run.stdout + run.stderr
+    return run.checksum
+
+
+def launch(prefix: Path, program: list[str], options: list[str], kills: tuple[str, ...],
+           k: int = 1) -> stencil.StencilRun:
+    env = {"FTSLIDE_KILL": ",".join(kills)} if kills else {}
+    emulate = ["--emulate-nodes", str(k)] if k > 1 else []
+    result = mpi.run(prefix, ["--oversubscribe", "-np", str(NODES * k), *program, *emulate, *options,
+                              GRID, SPARES, METHOD, *SIZE], timeout=TIMEOUT, env=env)
+    run = stencil.parse(result.returncode, result.stdout, result.stderr, "heat2d")
+    landed = {f"{node}@{point}" for node, point in run.killed.items()}
+    assert landed == set(kills), f"kills that landed {sorted(landed)}, planned {sorted(kills)}\n{result.stderr}"
+    return run
+
+
+def guest_host(failed: list[int]) -> int:
+    """The node the core puts the first guest on after `failed` (what the runtime will do)."""
+    degraded = core.degrade_map((GRID, SPARES), METHOD, failed)
+    assert len(degraded.hosts) == 1, degraded
+    return degraded.hosts[0]
+
+
+def finished(run: stencil.StencilRun, reference: str) -> bool:
+    return run.returncode == 0 and run.checksum == reference and bool(run.valid)
+
+
+def test_out_of_spares_ends_without_degrade(mpi_prefix, heat2d):
+    """The fourth failure finds no spare: ERR_NO_SPARE at every process, as before."""
+    run = launch(mpi_prefix, heat2d, [], OUT_OF_SPARES)
+    assert run.returncode != 0
+    assert run.errors and {e.status for e in run.errors} == {stencil.Status.ERR_NO_SPARE}, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_degrade_runs_on_with_a_guest(mpi_prefix, heat2d, reference, k):
+    """The fourth failure starts a guest (K processes) beside a live node's block: the failure-free answer."""
+    run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], OUT_OF_SPARES, k)
+    assert finished(run, reference), run.stdout + run.stderr
+    assert [r.guests for r in run.recoveries] == [0, 0, 0, 1], run.stdout
+    assert run.recoveries[-1].failed == [0, 1, 2, 3]
+
+
+def test_guest_dies_with_its_host(mpi_prefix, heat2d, reference):
+    """After degrading, the guest's host dies at iteration 32: its own rank and the guest's move again
+    (two more guests on the least loaded nodes), the answer stays right."""
+    host = guest_host([0, 1, 2, 3])
+    run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, f"{host}@iter=32"))
+    assert finished(run, reference), run.stdout + run.stderr
+    last = run.recoveries[-1]
+    assert host in last.failed and NODES in last.failed, last  # the host, and guest 0 (id 9) with it
+    expected = core.degrade_map((GRID, SPARES), METHOD, last.failed)
+    assert last.guests == len(expected.hosts), (last, expected)
+
+
+def test_guest_dies_alone(mpi_prefix, heat2d, reference):
+    """The guest's processes die alone (FTSLIDE_KILL names guest id 9) at iteration 32: its rank gets a
+    new guest, the answer stays right."""
+    run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, f"{NODES}@iter=32"))
+    assert finished(run, reference), run.stdout + run.stderr
+    assert run.recoveries[-1].failed == [0, 1, 2, 3, NODES] and run.recoveries[-1].guests == 2
+
+
+def test_survivor_dies_while_guests_start(mpi_prefix, heat2d, reference):
+    """Node 4 dies at recovery_spawn of the fourth recovery, before the guest starts: the recovery starts
+    again with nodes 3 and 4 lost (two guests), the answer stays right."""
+    run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, "4@recovery_spawn"))
+    assert finished(run, reference), run.stdout + run.stderr
+    assert set(run.recoveries[-1].failed) == {0, 1, 2, 3, 4}, run.recoveries[-1]
+
+
+def test_bad_on_no_spare_is_refused_everywhere(mpi_prefix, heat2d):
+    """An unknown value: ERR_INFO at every process, nothing runs."""
+    run = launch(mpi_prefix, heat2d, ["--on-no-spare", "shrink"], ())
+    assert run.returncode != 0
+    assert {e.status for e in run.errors} == {stencil.Status.ERR_INFO}, run.stdout + run.stderr
