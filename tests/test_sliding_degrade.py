@@ -83,14 +83,14 @@ def test_degrade_runs_on_with_a_guest(mpi_prefix, heat2d, reference, k):
 
 def test_guest_dies_with_its_host(mpi_prefix, heat2d, reference):
     """After degrading, the guest's host dies at iteration 32: its own rank and the guest's move again
-    (two more guests on the least loaded nodes), the answer stays right."""
+    (onto new guests of the least loaded nodes), the answer stays right."""
     host = guest_host([0, 1, 2, 3])
     run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, f"{host}@iter=32"))
     assert finished(run, reference), run.stdout + run.stderr
     last = run.recoveries[-1]
     assert host in last.failed and NODES in last.failed, last  # the host, and guest 0 (id 9) with it
     expected = core.degrade_map((GRID, SPARES), METHOD, last.failed)
-    assert last.guests == len(expected.hosts), (last, expected)
+    assert last.guests == sum(n >= NODES for n in expected.serving) == 2, (last, expected)
 
 
 def test_guest_dies_alone(mpi_prefix, heat2d, reference):
@@ -98,15 +98,17 @@ def test_guest_dies_alone(mpi_prefix, heat2d, reference):
     new guest, the answer stays right."""
     run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, f"{NODES}@iter=32"))
     assert finished(run, reference), run.stdout + run.stderr
-    assert run.recoveries[-1].failed == [0, 1, 2, 3, NODES] and run.recoveries[-1].guests == 2
+    assert run.recoveries[-1].failed == [0, 1, 2, 3, NODES] and run.recoveries[-1].guests == 1
 
 
 def test_survivor_dies_while_guests_start(mpi_prefix, heat2d, reference):
     """Node 4 dies at recovery_spawn of the fourth recovery, before the guest starts: the recovery starts
-    again with nodes 3 and 4 lost (two guests), the answer stays right."""
+    again with nodes 3 and 4 lost (two ranks on guests; a guest the first map put on node 4 never
+    starts), the answer stays right."""
     run = launch(mpi_prefix, heat2d, ["--on-no-spare", "degrade"], (*OUT_OF_SPARES, "4@recovery_spawn"))
     assert finished(run, reference), run.stdout + run.stderr
-    assert set(run.recoveries[-1].failed) == {0, 1, 2, 3, 4}, run.recoveries[-1]
+    assert set(run.recoveries[-1].failed) == {0, 1, 2, 3, 4} and run.recoveries[-1].guests == 2, \
+        run.recoveries[-1]
 
 
 def test_bad_on_no_spare_is_refused_everywhere(mpi_prefix, heat2d):

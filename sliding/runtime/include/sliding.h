@@ -162,7 +162,7 @@ typedef struct sliding_recovery_times {
     int64_t buddy_bytes; /* state sent to re-establish the redundancy (buddy copies or a group's
                           * parity) under the new map, and to rebuild lost checkpoints from it */
     double spawn;        /* starting guests (SLIDING_INFO_ON_NO_SPARE "degrade"), 0 without */
-    int guests;          /* guests running after it: node ranks that share a node with another */
+    int guests;          /* node ranks run by guests after it (two blocks on a node) */
 } sliding_recovery_times;
 
 /* A recovery callback (sliding_on_recovery): called at every process that

@@ -45,7 +45,7 @@ enum {
     H_NCALLBACKS,
     H_TOTAL_BYTES,
     H_SIZES_HASH,
-    H_FIRST_GUEST,  /* the first guest this spawn starts */
+    H_STARTING,     /* how many guests this spawn starts (their ids follow) */
     H_COUNT
 };
 
@@ -245,10 +245,19 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
 
 /* The state broadcast, the tables and the closing agreement, at survivors
  * and guests alike (header and arrays in place at the root). */
-static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t **domains)
+static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t *starting, int32_t **domains)
 {
     int rc = MPI_Bcast(header, H_COUNT, MPI_INT64_T, 0, merged);
+    int32_t guests[256]; /* a guest's copy of the ids started (at most this many guests at once) */
+    if (rc == MPI_SUCCESS && s->joined) {
+        rc = header[H_STARTING] <= 256 ? MPI_SUCCESS : MPI_ERR_COUNT;
+        starting = guests;
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Bcast(starting, (int)header[H_STARTING], MPI_INT32_T, 0, merged);
+    }
     if (rc == MPI_SUCCESS && s->joined) { /* a guest allocates once it knows the sizes */
+        s->node = s->layout.nodes + starting[s->join_index / header[H_K]];
         rc = guest_allocate(s, header, domains) == SLIDING_OK ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         if (rc != MPI_SUCCESS) {
             MPIX_Comm_revoke(merged);
@@ -283,7 +292,19 @@ static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t **domai
 int spawn_guests(sliding_t *s)
 {
     killpoint(s, SLIDING_POINT_RECOVERY_SPAWN);
-    const int first = s->nspawned, count = s->nguests - first;
+    /* The guests made since the last spawn, but those whose host died meanwhile (the core has
+     * moved their ranks on): they never start. At most 256 at once (share). */
+    int32_t starting[256];
+    int count = 0;
+    for (int32_t g = s->nspawned; g < s->nguests && count < 256; g++) {
+        if (!s->dead[s->host[g]]) {
+            starting[count++] = g;
+        }
+    }
+    if (count == 0) {
+        s->nspawned = s->nguests;
+        return 0;
+    }
     char **commands = malloc(sizeof(char *) * (size_t)count);
     char ***argvs = malloc(sizeof(char **) * (size_t)count);
     int *maxprocs = malloc(sizeof(int) * (size_t)count), *codes = malloc(sizeof(int) * (size_t)count * s->k);
@@ -294,8 +315,7 @@ int spawn_guests(sliding_t *s)
         argvs[made] = s->spawn_argv + 1;
         maxprocs[made] = s->k;
         MPI_Info_create(&infos[made]);
-        MPI_Info_set(infos[made], "host", s->hostnames + (size_t)s->host[first + made] * NAME_BYTES);
-        MPI_Info_set(infos[made], "map_by", "slot:OVERSUBSCRIBE");
+        MPI_Info_set(infos[made], "host", s->hostnames + (size_t)s->host[starting[made]] * NAME_BYTES);
     }
     MPI_Comm inter = MPI_COMM_NULL;
     int rc = ok ? MPI_Comm_spawn_multiple(count, commands, argvs, maxprocs, infos, 0, s->alive, &inter, codes)
@@ -319,7 +339,7 @@ int spawn_guests(sliding_t *s)
             MPIX_Comm_revoke(inter);
             MPI_Comm_free(&inter);
         }
-        return MPI_ERR_OTHER;
+        return 1;
     }
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
     MPI_Comm merged;
@@ -327,7 +347,7 @@ int spawn_guests(sliding_t *s)
     if (rc != MPI_SUCCESS) {
         MPIX_Comm_revoke(inter);
         MPI_Comm_free(&inter);
-        return rc;
+        return 1;
     }
     MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
     uint64_t hash = registration_hash(s);
@@ -346,20 +366,22 @@ int spawn_guests(sliding_t *s)
         [H_NCALLBACKS] = s->ncallbacks,
         [H_TOTAL_BYTES] = (int64_t)(s->total_bytes & INT64_MAX),
         [H_SIZES_HASH] = (int64_t)(hash >> 2),
-        [H_FIRST_GUEST] = first,
+        [H_STARTING] = count,
     };
     int32_t *domains = s->domain_of_node;
-    rc = share(s, merged, header, &domains);
+    rc = share(s, merged, header, starting, &domains);
     MPI_Comm_free(&inter);
     if (rc == MPI_SUCCESS) {
         rc = install(s, merged);
     } else {
         MPI_Comm_free(&merged);
     }
-    if (rc == MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && count == s->nguests - s->nspawned) {
         s->nspawned = s->nguests;
+    } else if (rc == MPI_SUCCESS) {
+        s->nspawned = starting[count - 1] + 1; /* more than 256 at once: the rest next time */
     }
-    return rc;
+    return 1;
 }
 
 /* ---- a guest's side ------------------------------------------------------ */
@@ -381,7 +403,6 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
     s->expected[1] = header[H_NCALLBACKS];
     s->expected[2] = header[H_TOTAL_BYTES];
     s->expected[3] = header[H_SIZES_HASH];
-    s->node = s->layout.nodes + (int)header[H_FIRST_GUEST] + s->join_index / s->k;
     s->lane = s->join_index % s->k;
     size_t slots = (size_t)node_slots(s), k = (size_t)s->k;
     s->procs = malloc(sizeof(int) * slots * k);
@@ -411,7 +432,7 @@ int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains)
     }
     MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
     int64_t header[H_COUNT] = {0};
-    rc = share(s, merged, header, domains);
+    rc = share(s, merged, header, NULL, domains);
     if (rc != MPI_SUCCESS) {
         MPI_Comm_free(&merged);
         return SLIDING_ERR_MPI;

@@ -153,6 +153,9 @@ INTERNAL int degrade_allocate(sliding_t *s);
 INTERNAL int degrade_hostnames(sliding_t *s, MPI_Comm comm, int size);
 INTERNAL void degrade_free(sliding_t *s);
 INTERNAL int new_map_of(sliding_t *s);
+/* Start the guests the map names that have none yet (collective over alive):
+ * 0 when none needs starting (their hosts died: the map moved on), 1 when
+ * the recovery must start again (with them, or after a failure). */
 INTERNAL int spawn_guests(sliding_t *s);
 INTERNAL int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains);
 

@@ -141,9 +141,11 @@ static int recover_once(sliding_t *s)
             /* Out of spares, degrading: start the guests the map names, then
              * run the recovery again with them (a failure meanwhile: again). */
             phase = now();
-            (void)spawn_guests(s);
+            int again = spawn_guests(s);
             t.spawn += now() - phase;
-            continue;
+            if (again) {
+                continue;
+            }
         }
         /* A checkpoint that no copy in memory can rebuild: every rank goes
          * back to the newest complete file checkpoint, if there is one. */
@@ -219,7 +221,9 @@ static int recover_once(sliding_t *s)
     free(old_map);
     t.total = now() - start;
     t.failed_nodes = s->nfailed;
-    t.guests = s->nspawned;
+    for (int32_t r = 0; r < s->layout.ranks; r++) {
+        t.guests += s->map[r] >= s->layout.nodes;
+    }
     s->last = t;
     s->recovered = 1;
     return status;
