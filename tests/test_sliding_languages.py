@@ -96,7 +96,8 @@ def test_out_of_spares_is_the_runtime_error(mpi_prefix, program):
                    [(1, "iter=7"), (5, "iter=9"), (10, "iter=16"), (2, "iter=22"), (4, "iter=27")])
     assert run.returncode != 0 and run.checksum is None
     assert len(run.recoveries) == 4, run.stdout
-    assert [str(e) for e in run.errors] == ["recovery: out of spares: the failures exceed what the method can absorb"]
+    assert [str(e) for e in run.errors] == ["recovery: out of spares: the failures exceed what the method can absorb "
+                                             "(sliding_on_no_spare=degrade runs on)"]
     assert run.errors[0].status is stencil.Status.ERR_NO_SPARE, run.stderr
 
 

@@ -227,7 +227,8 @@ def test_out_of_spares_is_a_clear_error(mpi_prefix, jacobi, method, nodes):
     assert run.returncode != 0
     assert len(run.recoveries) == 4
     assert run.checksum is None
-    assert [str(e) for e in run.errors] == ["recovery: out of spares: the failures exceed what the method can absorb"]
+    assert [str(e) for e in run.errors] == ["recovery: out of spares: the failures exceed what the method can absorb "
+                                             "(sliding_on_no_spare=degrade runs on)"]
     assert run.errors[0].status is stencil.Status.ERR_NO_SPARE, run.stderr
 
 

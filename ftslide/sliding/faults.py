@@ -107,9 +107,9 @@ __all__ = ["phases", "correlated_phases", "all_phases", "phases_for", "Protectio
 def phases() -> tuple[str, ...]:
     """The phases of a campaign with the runtime's default checkpoints, in the order a campaign takes
     them: iteration, simultaneous, each of the runtime's kill points (sliding_names.h) but the file
-    level's, exhaust. correlated_phases() come after them."""
-    files = stencil.Point.CHECKPOINT_FILE.label
-    return ("iteration", "simultaneous", *(p for p in stencil.runtime_points() if p != files), "exhaust")
+    level's and the degraded recovery's, exhaust. correlated_phases() come after them."""
+    skip = {stencil.Point.CHECKPOINT_FILE.label, stencil.Point.RECOVERY_SPAWN.label}
+    return ("iteration", "simultaneous", *(p for p in stencil.runtime_points() if p not in skip), "exhaust")
 
 
 def correlated_phases() -> tuple[str, ...]:
@@ -118,20 +118,22 @@ def correlated_phases() -> tuple[str, ...]:
 
 
 def all_phases() -> tuple[str, ...]:
-    """Every phase a campaign may name: phases(), then correlated_phases()."""
-    return (*phases(), *correlated_phases())
+    """Every phase a campaign may name: phases(), correlated_phases(), then recovery_spawn (with
+    --on-no-spare degrade: exhaust's kills, and a node killed while the survivors start guests)."""
+    return (*phases(), *correlated_phases(), stencil.Point.RECOVERY_SPAWN.label)
 
 
 def phases_for(campaign: "Campaign") -> tuple[str, ...]:
     """The phases ``--phases all`` means for ``campaign``: phases(), then the correlated phases that
     apply: partners and same_recovery always, overrun where a group may lose two members or more
     (buddy and parity: partners already kills M + 1), domain with domains, checkpoint_file with the
-    file level."""
+    file level; recovery_spawn when the runtime degrades."""
     lose = core.parse_redundancy(campaign.redundancy or "buddy").lose
     wanted = {"partners", "same_recovery"} | ({"overrun"} if lose >= 2 else set()) | \
         ({"domain"} if campaign.domains else set()) | \
         ({stencil.Point.CHECKPOINT_FILE.label} if campaign.files() else set())
-    return (*phases(), *(p for p in correlated_phases() if p in wanted))
+    spawn = (stencil.Point.RECOVERY_SPAWN.label,) if campaign.degrade else ()
+    return (*phases(), *(p for p in correlated_phases() if p in wanted), *spawn)
 
 
 def default_methods() -> tuple[str, ...]:
@@ -270,6 +272,8 @@ def check(campaign: Campaign) -> None:
     if campaign.file_every is not None and not campaign.files():
         raise FtslideError(f"--file-every {campaign.file_every} sets the file level's interval: give --file-level "
                            "or --checkpoint-dir DIR too")
+    if stencil.Point.RECOVERY_SPAWN.label in campaign.phases and not campaign.degrade:
+        raise FtslideError("the phase recovery_spawn kills a node while guests start: give --on-no-spare degrade")
     if "domain" in campaign.phases and not campaign.domains:
         raise FtslideError("the phase domain kills a whole failure domain: give --domains AxB[xC]")
     files = stencil.Point.CHECKPOINT_FILE.label
@@ -338,13 +342,18 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
         before_map = (point.RECOVERY_START.label, point.RECOVERY_AGREE.label, point.RECOVERY_MAP.label)
         if phase in before_map or absorbable(layout, method, [first]):
             kills.append((rng.choice(others), phase))
-    elif phase == "exhaust":
+    elif phase in ("exhaust", point.RECOVERY_SPAWN.label):
         diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block),
                                  stencil.HALOS_WRAP[campaign.app])
         protection = campaign.protection()
         kills = exhaust_kills(layout, method, rng, first, [n for n in range(layout.nodes) if n not in spared],
                               last, campaign.checkpoint_every, diameter,
                               lost=lambda mapping, nodes: lost_in_memory(layout, mapping, protection, nodes))
+        if phase == point.RECOVERY_SPAWN.label and core.degrade_map(layout, method, [n for n, _ in kills]).hosts:
+            # the failures end in a degraded recovery that starts guests: one more node dies then
+            bystanders = [n for n in range(layout.nodes) if n not in spared and n not in dict(kills)]
+            if bystanders:
+                kills.append((rng.choice(bystanders), phase))
     return phase, method, kills
 
 

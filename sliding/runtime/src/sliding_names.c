@@ -13,8 +13,8 @@ static const struct {
                             "process per node cannot run a method that puts several ranks on one node)"),
     STATUS(SLIDING_ERR_SIZE, "the communicator must have one process per node of the grid, spares included, or "
                              "the same number K on every node (a multiple of the node count)"),
-    STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb (the info key "
-                                 "sliding_on_no_spare=degrade runs on with two blocks on a node)"),
+    STATUS(SLIDING_ERR_NO_SPARE, "out of spares: the failures exceed what the method can absorb "
+                                 "(sliding_on_no_spare=degrade runs on)"),
     STATUS(SLIDING_ERR_DATA_LOST, "a checkpoint died with every node that kept it or its redundancy (a rank's node "
                                   "and its buddy's, or more than M members of a group): it is lost"),
     STATUS(SLIDING_ERR_STATE, "call out of order (register before start; checkpoint and recover after it)"),
