@@ -19,6 +19,7 @@ from . import __version__
 from .commands import Parser
 from .errors import FtslideError
 from .toolchain.mpi import ensure_stdin
+from .toolchain.native import require_checkout
 
 DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Open MPI build, sliding "
                "substitution, SimGrid simulations and job-manager adapters")
@@ -27,6 +28,11 @@ DESCRIPTION = ("fault-tolerant MPI with spare-node substitution: ULFM in our Ope
 COMMANDS = ["doctor", "build_mpi", "build_mpi4py", "env", "run", "demo", "faults", "map", "simulate", "plan", "validate", "protocols", "cluster",
             "jobscript",
             "notify"]
+# Commands that build or run what only a checkout has (the Open MPI build's sources, the example
+# programs, the adapters' scripts): from an installed package they say so before anything else.
+# (run and build-mpi4py need the Open MPI build only: ftslide.toolchain.ompi says the same unless
+# FTSLIDE_MPI_PREFIX names one.)
+CHECKOUT_ONLY = {"build-mpi", "env", "demo", "faults", "validate", "cluster", "jobscript", "notify"}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
@@ -57,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command in CHECKOUT_ONLY:
+            require_checkout(f"ftslide {args.command}")
         return modules[args.command].run(args)
     except FtslideError as exc:
         print(f"ftslide {args.command}: error: {exc}", file=sys.stderr)

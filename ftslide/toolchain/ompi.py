@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import FtslideError
-from .native import REPO
+from .native import CHECKOUT, REPO, require_checkout
 from ..ui.progress import Progress
 
 __all__ = ["MARKER", "Overlay", "BuildInputs", "load_inputs", "cache_root", "sha256_file", "overlay_files",
@@ -89,7 +89,10 @@ class BuildInputs:
 
 
 def load_inputs(config: Path = CONFIG, patch_dir: Path = PATCH_DIR) -> BuildInputs:
-    """Read ``build.toml`` and ``patches/series``; raise FtslideError if either is malformed."""
+    """Read ``build.toml`` and ``patches/series``; raise FtslideError if either is malformed (or,
+    in an installed package, not there: they are in a checkout only)."""
+    if config == CONFIG and CHECKOUT is None:
+        require_checkout("the project's Open MPI build", ", or set FTSLIDE_MPI_PREFIX to a prefix it built")
     try:
         data = tomllib.loads(config.read_text())
         src = data["source"]
