@@ -337,11 +337,6 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
         promoted = sorted(set(after) - set(layout.initial_map()) - spared)
         if promoted:
             kills.append((rng.choice(promoted), phase))
-    elif phase in stencil.runtime_points():  # a step of the recovery that the first kill starts
-        # the steps after the map only come when the method places the first failure
-        before_map = (point.RECOVERY_START.label, point.RECOVERY_AGREE.label, point.RECOVERY_MAP.label)
-        if phase in before_map or absorbable(layout, method, [first]):
-            kills.append((rng.choice(others), phase))
     elif phase in ("exhaust", point.RECOVERY_SPAWN.label):
         diameter = halo_diameter(layout, make_block(layout, campaign.ranks_per_node, campaign.block),
                                  stencil.HALOS_WRAP[campaign.app])
@@ -354,6 +349,11 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
             bystanders = [n for n in range(layout.nodes) if n not in spared and n not in dict(kills)]
             if bystanders:
                 kills.append((rng.choice(bystanders), phase))
+    elif phase in stencil.runtime_points():  # a step of the recovery that the first kill starts
+        # the steps after the map only come when the method places the first failure
+        before_map = (point.RECOVERY_START.label, point.RECOVERY_AGREE.label, point.RECOVERY_MAP.label)
+        if phase in before_map or absorbable(layout, method, [first]):
+            kills.append((rng.choice(others), phase))
     return phase, method, kills
 
 
