@@ -111,6 +111,25 @@ def test_survivor_dies_while_guests_start(mpi_prefix, heat2d, reference):
         run.recoveries[-1]
 
 
+@pytest.mark.parametrize("method", ["hybrid", "slide1d"])
+def test_bystander_dies_before_the_spawn(mpi_prefix, heat2d, method):
+    """heat2d's campaign layout (mesh:4x3, x:1: 9 node ranks, 3 spares): four workers die one after
+    another, the fourth recovery starts a guest, and node 7, which holds a rank, dies at recovery_spawn.
+    Before the agreement that opens the spawn, the guest's MPI_Init met its dead parent and aborted the
+    whole job (3 of 3 campaign runs, `ftslide faults --app heat2d --on-no-spare degrade --phases all
+    --seed 600`, runs 15, 30, 45); now the failure is noticed first and the recovery starts again."""
+    kills = ("8@iter=18", "5@iter=20", "3@iter=24", "4@iter=25", "7@recovery_spawn")
+    env = {"FTSLIDE_KILL": ",".join(kills)}
+    args = ["--oversubscribe", "-np", "12", *heat2d, "--on-no-spare", "degrade", "mesh:4x3", "x:1", method]
+    result = mpi.run(mpi_prefix, args, timeout=TIMEOUT, env=env)
+    reference = mpi.run(mpi_prefix, args, timeout=TIMEOUT)
+    run, free = (stencil.parse(r.returncode, r.stdout, r.stderr, "heat2d") for r in (result, reference))
+    assert {f"{n}@{p}" for n, p in run.killed.items()} == set(kills), result.stderr
+    assert free.returncode == 0 and free.checksum, reference.stdout + reference.stderr
+    assert finished(run, free.checksum), result.stdout + result.stderr
+    assert run.recoveries[-1].guests >= 1, run.recoveries[-1]
+
+
 def test_bad_on_no_spare_is_refused_everywhere(mpi_prefix, heat2d):
     """An unknown value: ERR_INFO at every process, nothing runs."""
     run = launch(mpi_prefix, heat2d, ["--on-no-spare", "shrink"], ())

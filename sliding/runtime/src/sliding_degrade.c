@@ -305,6 +305,14 @@ int spawn_guests(sliding_t *s)
         s->nspawned = s->nguests;
         return 0;
     }
+    /* Nobody may die unnoticed before the spawn: a parent that is dead when the guests' MPI_Init
+     * connects to their parents fails that MPI_Init, which aborts the whole job. An agreement
+     * over alive notices a failure before it (then the recovery starts again); one during the
+     * spawn itself remains that risk. */
+    int none_failed = 1;
+    if (MPIX_Comm_agree(s->alive, &none_failed) != MPI_SUCCESS) {
+        return 1;
+    }
     char **commands = malloc(sizeof(char *) * (size_t)count);
     char ***argvs = malloc(sizeof(char **) * (size_t)count);
     int *maxprocs = malloc(sizeof(int) * (size_t)count), *codes = malloc(sizeof(int) * (size_t)count * s->k);
