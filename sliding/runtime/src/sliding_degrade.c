@@ -305,14 +305,6 @@ int spawn_guests(sliding_t *s)
         s->nspawned = s->nguests;
         return 0;
     }
-    /* Nobody may die unnoticed before the spawn: a parent that is dead when the guests' MPI_Init
-     * connects to their parents fails that MPI_Init, which aborts the whole job. An agreement
-     * over alive notices a failure before it (then the recovery starts again); one during the
-     * spawn itself remains that risk. */
-    int none_failed = 1;
-    if (MPIX_Comm_agree(s->alive, &none_failed) != MPI_SUCCESS) {
-        return 1;
-    }
     char **commands = malloc(sizeof(char *) * (size_t)count);
     char ***argvs = malloc(sizeof(char **) * (size_t)count);
     int *maxprocs = malloc(sizeof(int) * (size_t)count), *codes = malloc(sizeof(int) * (size_t)count * s->k);
@@ -325,11 +317,18 @@ int spawn_guests(sliding_t *s)
         MPI_Info_create(&infos[made]);
         MPI_Info_set(infos[made], "host", s->hostnames + (size_t)s->host[starting[made]] * NAME_BYTES);
     }
+    /* Everyone ready, and nobody dead unnoticed: a parent that is dead when the guests' MPI_Init
+     * connects to their parents fails that MPI_Init, which aborts the whole job. The agreement
+     * notices a failure before the spawn (then the recovery starts again); one during the spawn
+     * itself remains that risk. */
+    int rc = MPIX_Comm_agree(s->alive, &ok), agreed = rc == MPI_SUCCESS;
+    ok = ok && agreed;
     MPI_Comm inter = MPI_COMM_NULL;
-    int rc = ok ? MPI_Comm_spawn_multiple(count, commands, argvs, maxprocs, infos, 0, s->alive, &inter, codes)
-                : MPI_ERR_NO_MEM;
-    int spawned = rc == MPI_SUCCESS;
-    ok = ok && spawned;
+    int spawned = 0;
+    if (ok) {
+        rc = MPI_Comm_spawn_multiple(count, commands, argvs, maxprocs, infos, 0, s->alive, &inter, codes);
+        spawned = ok = rc == MPI_SUCCESS;
+    }
     for (int i = 0; ok && i < count * s->k; i++) {
         ok = codes[i] == MPI_SUCCESS;
     }
@@ -341,6 +340,9 @@ int spawn_guests(sliding_t *s)
     free(maxprocs);
     free(codes);
     free(infos);
+    if (!agreed) {
+        return 1; /* the agreement before failed (everywhere alike): nobody spawned */
+    }
     rc = MPIX_Comm_agree(s->alive, &ok);
     if (rc != MPI_SUCCESS || !ok) {
         if (spawned) {
