@@ -229,6 +229,24 @@ def test_method_out_of_spares_reports_the_failure_and_the_last_good_map(tmp_path
     assert ok["placed"] == 2 and ok["error"] is None
 
 
+def test_degrade_goes_on_past_the_spares():
+    """simple on mesh:4x4 x:1 (4 spares) after 5 failures: the fifth rank goes to a live node beside its
+    own (one guest, id 16), as the runtime's --on-no-spare degrade would put it; the JSON names the guest's
+    host."""
+    result = ftslide_map(*MESH, "--method", "simple", "--fail", "1,2,3,5,6", "--on-no-spare", "degrade")
+    assert result.returncode == 0, result.stderr
+    _, rows = table(result.stdout)
+    assert rows["simple"]["placed"] == "5/5" and rows["simple"]["ranks/node"] == "2"
+    line = next(text for text in result.stdout.splitlines() if text.startswith("simple, degraded"))
+    shared = re.search(r"node (\d+) runs node ranks (\d+),(\d+) \(1 guest started in all\)", line)
+    assert shared, line
+    doc = json.loads(ftslide_map(*MESH, "--method", "simple", "--fail", "1,2,3,5,6", "--on-no-spare", "degrade",
+                                 "--json", "--with-map").stdout)
+    entry = doc["methods"][0]
+    assert entry["guests"] == [int(shared[1])] and entry["serving"].count(16) == 1
+    assert sorted(entry["map"]).count(int(shared[1])) == 2
+
+
 BAD_INPUTS = [
     (["--grid", "4x4", "--method", "foo"], "unknown method 'foo'"),
     (["--grid", "4x4", "--method", "simple,,hybrid"], "unknown method '(empty)'"),
@@ -259,6 +277,8 @@ BAD_INPUTS = [
     (["--topology", "star:8", "--grid", "4x4"], "has only 8 hosts"),
     (["--grid", "torus:257x256x256"], "at most 16777216"),
     (["--grid", "6x6x6", "--method", "routed", "--expect-failures", "37"], "spare budget"),
+    (["--grid", "4x4", "--on-no-spare", "degrade", "--fail", "0-15"], "degrading: cannot place failure #16"),
+    (["--grid", "4x4", "--on-no-spare", "shrink"], "invalid choice: 'shrink'"),
 ]
 
 
