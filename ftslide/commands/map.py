@@ -266,10 +266,9 @@ def run(args: argparse.Namespace) -> int:
         print_table(mapview.TABLE_HEADERS, rows)
         if best is not None:
             print(mapview.optimum_line(best))
-        for r in results:
-            line = mapview.guests_line(layout, r)
-            if line:
-                print(line)
+        degraded = [line for r in results if (line := mapview.guests_line(layout, r))]
+        if degraded:
+            print("\n" + "\n".join(degraded))
         for r in results:
             if r.choices:
                 print(f"\n{r.method.label}, failure by failure (the loads it compared: hybrid's map and the "
