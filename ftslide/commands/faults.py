@@ -10,7 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..toolchain.ompi import require_prefix
+from ..toolchain import features
+from ..toolchain.ompi import MPI_OPTION_HELP, require_prefix
 from ..errors import FtslideError
 from ..jobmgr import cluster as netcluster
 from ..sliding import faults
@@ -93,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="when the failures exceed the spares: fail (the default: the run ends with "
                         "ERR_NO_SPARE, judged right) or degrade (the runtime starts guests, two blocks on a live "
                         "node, and the run must end with the failure-free checksum)")
+    parser.add_argument("--mpi", metavar="PREFIX", help=MPI_OPTION_HELP)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--out", metavar="FILE",
                         help="also write the JSON report (with the stacks of hung runs) to FILE")
@@ -126,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise FtslideError(f"--out {out}: folder '{out.parent}' does not exist")
-    prefix = require_prefix()
+    prefix = require_prefix(args.mpi)
+    features.for_runs(prefix, "ftslide faults", lang=campaign.lang, whole_nodes=campaign.whole_nodes)
     bar = Bar(campaign.runs, "faults", sys.stderr)
     if campaign.whole_nodes:
         nodes = stencil.node_count(campaign.grid, campaign.spares, campaign.methods[0])

