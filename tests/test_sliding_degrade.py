@@ -31,11 +31,6 @@ TIMEOUT = 150
 
 
 @pytest.fixture(scope="module")
-def heat2d(mpi_prefix: Path) -> list[str]:
-    return stencil.build(mpi_prefix, "c", "heat2d")
-
-
-@pytest.fixture(scope="module")
 def reference(mpi_prefix: Path, heat2d: list[str]) -> str:
     run = launch(mpi_prefix, heat2d, [], ())
     assert run.returncode == 0 and run.checksum and run.valid, run.stdout + run.stderr

@@ -30,11 +30,6 @@ TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def heat2d(mpi_prefix: Path) -> list[str]:
-    return stencil.build(mpi_prefix, "c", "heat2d")
-
-
-@pytest.fixture(scope="module")
 def reference(mpi_prefix: Path, heat2d: list[str]) -> str:
     """The failure-free checksum (buddy, no file level)."""
     run = launch(mpi_prefix, heat2d, [])
