@@ -216,7 +216,7 @@ void sliding_killpoint(const sliding_t *s, const char *point)
     /* The node's processes, and those of the guests it runs: they die with it. */
     int n = 0, slots = node_slots(s), *nodes = malloc(sizeof(int) * (size_t)slots);
     for (int node = s->node; nodes && node < slots; node++) {
-        if (node == s->node || (s->node < s->layout.nodes && node >= s->layout.nodes &&
+        if (node == s->node || (s->node < s->layout.nodes && node >= s->layout.nodes && !s->dead[node] &&
                                 node - s->layout.nodes < s->nspawned && host_of(s, node) == s->node)) {
             nodes[n++] = node;
         }
@@ -334,10 +334,9 @@ int sliding_create_info(MPI_Comm comm, const char *grid, const char *spares, con
         status = SLIDING_ERR_ARG;
     } else if ((status = read_options(info, &opt)) == SLIDING_OK && opt.degrade && parent != MPI_COMM_NULL) {
         return join_as_guest(comm, parent, &layout, m, grid, spares, &opt, out);
-    } else if (status != SLIDING_OK) {
-    } else if (size % layout.nodes != 0) {
+    } else if (status == SLIDING_OK && size % layout.nodes != 0) {
         status = SLIDING_ERR_SIZE;
-    } else {
+    } else if (status == SLIDING_OK) {
         status = choose_block(&layout, opt.block, size / layout.nodes, block);
     }
     /* The same status everywhere, and the same choice of options: a key or
@@ -669,7 +668,7 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
         status = recover_all(s);
         if (status == SLIDING_OK && s->cart == MPI_COMM_NULL) {
             status = wait_for_work(s, role);
-        } else {
+        } else if (status == SLIDING_OK) {
             killpoint(s, SLIDING_POINT_PROMOTED);
             *role = SLIDING_PROMOTED;
         }
