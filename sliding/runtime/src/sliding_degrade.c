@@ -187,46 +187,65 @@ int new_map_of(sliding_t *s)
                              &s->nguests, s->work, s->work_bytes, &err_index);
 }
 
-/* Everyone's node, lane and pid over `merged`, which becomes world and
- * (a duplicate) alive when `install`. */
-static int gather_tables(sliding_t *s, MPI_Comm merged)
+/* Everyone's node, lane and pid over `merged`: the tables of the merged
+ * communicator, kept aside until everyone agreed to use it. */
+typedef struct tables {
+    int *procs, *pids;
+    int32_t *node_of;
+} tables_t;
+
+static void tables_free(tables_t *t)
+{
+    free(t->procs);
+    free(t->pids);
+    free(t->node_of);
+    *t = (tables_t){0};
+}
+
+static int gather_tables(const sliding_t *s, MPI_Comm merged, tables_t *t)
 {
     int size;
     MPI_Comm_size(merged, &size);
+    size_t entries = (size_t)node_slots(s) * (size_t)s->k;
     int mine[3] = {s->node, s->lane, (int)getpid()}, *all = malloc(sizeof(int) * 3 * (size_t)size);
-    int32_t *node_of = malloc(sizeof(int32_t) * (size_t)size);
-    int ok = all && node_of, rc = MPI_SUCCESS;
+    t->procs = malloc(sizeof(int) * entries);
+    t->pids = calloc(entries, sizeof(int));
+    t->node_of = malloc(sizeof(int32_t) * (size_t)size);
+    int ok = all && t->procs && t->pids && t->node_of, rc = MPI_SUCCESS;
     if (!ok) {
         MPIX_Comm_revoke(merged); /* nobody waits for this process in the allgather */
     } else {
         rc = MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, merged);
     }
     if (ok && rc == MPI_SUCCESS) {
-        for (int i = 0; i < node_slots(s) * s->k; i++) {
-            s->procs[i] = -1;
+        for (size_t i = 0; i < entries; i++) {
+            t->procs[i] = -1;
         }
         for (int p = 0; p < size; p++) {
             int node = all[3 * p], lane = all[3 * p + 1];
-            node_of[p] = node;
-            s->procs[node * s->k + lane] = p;
-            s->pids[node * s->k + lane] = all[3 * p + 2];
+            t->node_of[p] = node;
+            t->procs[node * s->k + lane] = p;
+            t->pids[node * s->k + lane] = all[3 * p + 2];
         }
-        free(s->node_of);
-        s->node_of = node_of;
-        node_of = NULL;
     }
     free(all);
-    free(node_of);
     return ok && rc == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
-/* Merged is the runtime's communicator from now on. */
-static int install(sliding_t *s, MPI_Comm merged)
+/* Merged, and its tables, are the runtime's from now on. */
+static int install(sliding_t *s, MPI_Comm merged, tables_t *t)
 {
     MPI_Comm alive;
     if (MPI_Comm_dup(merged, &alive) != MPI_SUCCESS) {
         return MPI_ERR_OTHER;
     }
+    free(s->procs);
+    free(s->pids);
+    free(s->node_of);
+    s->procs = t->procs;
+    s->pids = t->pids;
+    s->node_of = t->node_of;
+    *t = (tables_t){0};
     MPI_Comm_set_errhandler(alive, MPI_ERRORS_RETURN);
     if (s->world != MPI_COMM_NULL) {
         MPI_Comm_free(&s->world);
@@ -245,7 +264,8 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
 
 /* The state broadcast, the tables and the closing agreement, at survivors
  * and guests alike (header and arrays in place at the root). */
-static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t *starting, int32_t **domains)
+static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t *starting, int32_t **domains,
+                 tables_t *t)
 {
     int rc = MPI_Bcast(header, H_COUNT, MPI_INT64_T, 0, merged);
     int32_t guests[256]; /* a guest's copy of the ids started (at most this many guests at once) */
@@ -279,7 +299,7 @@ static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t *starti
         rc = MPI_Bcast(*domains, s->layout.nodes, MPI_INT32_T, 0, merged);
     }
     if (rc == MPI_SUCCESS) {
-        rc = gather_tables(s, merged);
+        rc = gather_tables(s, merged, t);
     }
     int flag = rc == MPI_SUCCESS;
     if (!flag) {
@@ -379,13 +399,15 @@ int spawn_guests(sliding_t *s)
         [H_STARTING] = count,
     };
     int32_t *domains = s->domain_of_node;
-    rc = share(s, merged, header, starting, &domains);
+    tables_t tables = {0};
+    rc = share(s, merged, header, starting, &domains, &tables);
     MPI_Comm_free(&inter);
     if (rc == MPI_SUCCESS) {
-        rc = install(s, merged);
+        rc = install(s, merged, &tables);
     } else {
         MPI_Comm_free(&merged);
     }
+    tables_free(&tables);
     if (rc == MPI_SUCCESS && count == s->nguests - s->nspawned) {
         s->nspawned = s->nguests;
     } else if (rc == MPI_SUCCESS) {
@@ -414,9 +436,7 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
     s->expected[2] = header[H_TOTAL_BYTES];
     s->expected[3] = header[H_SIZES_HASH];
     s->lane = s->join_index % s->k;
-    size_t slots = (size_t)node_slots(s), k = (size_t)s->k;
-    s->procs = malloc(sizeof(int) * slots * k);
-    s->pids = malloc(sizeof(int) * slots * k);
+    size_t slots = (size_t)node_slots(s); /* procs, pids and node_of come with the tables (install) */
     s->map = malloc(sizeof(int32_t) * (size_t)s->layout.ranks);
     s->new_map = malloc(sizeof(int32_t) * (size_t)s->layout.ranks);
     s->failed = malloc(sizeof(int32_t) * slots);
@@ -425,7 +445,7 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
     if (header[H_DOMAINS]) {
         *domains = malloc(sizeof(int32_t) * (size_t)s->layout.nodes);
     }
-    if (!s->procs || !s->pids || !s->map || !s->new_map || !s->failed || !s->dead || !s->batch ||
+    if (!s->map || !s->new_map || !s->failed || !s->dead || !s->batch ||
         (header[H_DOMAINS] && !*domains)) {
         return SLIDING_ERR_NOMEM;
     }
@@ -442,8 +462,10 @@ int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains)
     }
     MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
     int64_t header[H_COUNT] = {0};
-    rc = share(s, merged, header, NULL, domains);
+    tables_t tables = {0};
+    rc = share(s, merged, header, NULL, domains, &tables);
     if (rc != MPI_SUCCESS) {
+        tables_free(&tables);
         MPI_Comm_free(&merged);
         return SLIDING_ERR_MPI;
     }
@@ -451,5 +473,7 @@ int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains)
         s->dead[s->failed[i]] = 1;
     }
     s->world = s->alive = MPI_COMM_NULL;
-    return install(s, merged) == MPI_SUCCESS ? SLIDING_OK : SLIDING_ERR_MPI;
+    rc = install(s, merged, &tables);
+    tables_free(&tables);
+    return rc == MPI_SUCCESS ? SLIDING_OK : SLIDING_ERR_MPI;
 }
