@@ -21,6 +21,7 @@ import pytest
 from ftslide.sliding import core
 from ftslide.sliding import runtime as stencil
 from ftslide.toolchain import mpi
+from test_build import ftslide
 
 pytestmark = pytest.mark.mpi
 
@@ -123,6 +124,18 @@ def test_bystander_dies_before_the_spawn(mpi_prefix, heat2d, method):
     assert free.returncode == 0 and free.checksum, reference.stdout + reference.stderr
     assert finished(run, free.checksum), result.stdout + result.stderr
     assert run.recoveries[-1].guests >= 1, run.recoveries[-1]
+
+
+@pytest.mark.parametrize("lang", ["c", "fortran", "python"])
+def test_main_job_runs_on_degraded_in_every_language(mpi_prefix, lang):
+    """The main job (jacobi3d on torus:3x2x2, x:1, hybrid: 8 ranks, 4 spares) loses nodes 0, 4, 1, 3
+    and 2 at iterations 6, 10, 14, 18 and 22, each holding a rank when it dies: the fifth failure finds
+    no spare, starts a guest (a C, Fortran or Python process spawned from the program's command line),
+    and the checksum equals the failure-free run's."""
+    kills = [arg for node_iter in ("0@6", "4@10", "1@14", "3@18", "2@22") for arg in ("--kill", node_iter)]
+    result = ftslide("demo", "--lang", lang, "--on-no-spare", "degrade", *kills, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 recoveries" in result.stdout and ": PASS" in result.stdout, result.stdout
 
 
 def test_bad_on_no_spare_is_refused_everywhere(mpi_prefix, heat2d):
