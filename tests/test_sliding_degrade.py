@@ -14,6 +14,7 @@ that exactly those kills landed.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,22 @@ def test_main_job_runs_on_degraded_in_every_language(mpi_prefix, lang):
     result = ftslide("demo", "--lang", lang, "--on-no-spare", "degrade", *kills, timeout=TIMEOUT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "5 recoveries" in result.stdout and ": PASS" in result.stdout, result.stdout
+
+
+def test_no_slot_for_the_guests_is_out_of_spares(mpi_prefix, heat2d):
+    """Nine slots for nine processes and no oversubscription: the guest of the fourth failure cannot be
+    spawned, nobody died meanwhile, so every survivor stops with ERR_NO_SPARE at once (not after
+    MAX_ATTEMPTS spawns) and one line says why and what to allow."""
+    host = socket.gethostname()
+    # (the launcher's default mapping allows oversubscription: this run says it does not)
+    env = {"FTSLIDE_KILL": ",".join(OUT_OF_SPARES), "PRTE_MCA_rmaps_default_mapping_policy": ":nooversubscribe"}
+    result = mpi.run(mpi_prefix, ["--bind-to", "none", "--host", f"{host}:{NODES}", "-np", str(NODES), *heat2d, "--on-no-spare",
+                                  "degrade", GRID, SPARES, METHOD, *SIZE], timeout=TIMEOUT, env=env)
+    run = stencil.parse(result.returncode, result.stdout, result.stderr, "heat2d")
+    assert {e.status for e in run.errors} == {stencil.Status.ERR_NO_SPARE}, result.stdout + result.stderr
+    assert len(run.recoveries) == 3, run.recoveries
+    lines = [line for line in result.stderr.splitlines() if "guests could not be started" in line]
+    assert len(lines) == 1 and "--oversubscribe" in lines[0], result.stderr
 
 
 def test_bad_on_no_spare_is_refused_everywhere(mpi_prefix, heat2d):

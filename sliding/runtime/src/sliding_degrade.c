@@ -344,10 +344,10 @@ int spawn_guests(sliding_t *s)
     int rc = MPIX_Comm_agree(s->alive, &ok), agreed = rc == MPI_SUCCESS;
     ok = ok && agreed;
     MPI_Comm inter = MPI_COMM_NULL;
-    int spawned = 0;
+    int spawned = 0, spawn_rc = MPI_SUCCESS;
     if (ok) {
-        rc = MPI_Comm_spawn_multiple(count, commands, argvs, maxprocs, infos, 0, s->alive, &inter, codes);
-        spawned = ok = rc == MPI_SUCCESS;
+        spawn_rc = MPI_Comm_spawn_multiple(count, commands, argvs, maxprocs, infos, 0, s->alive, &inter, codes);
+        spawned = ok = spawn_rc == MPI_SUCCESS;
     }
     for (int i = 0; ok && i < count * s->k; i++) {
         ok = codes[i] == MPI_SUCCESS;
@@ -368,6 +368,21 @@ int spawn_guests(sliding_t *s)
         if (spawned) {
             MPIX_Comm_revoke(inter);
             MPI_Comm_free(&inter);
+        }
+        if (rc == MPI_SUCCESS && spawn_rc != MPI_SUCCESS) {
+            /* Nobody died, and the spawn failed: the runtime refused it (no slot for the guests on
+             * their host, a program it cannot start). Trying again would fail again. */
+            int me = 0, len = 0;
+            char why[MPI_MAX_ERROR_STRING] = "";
+            MPI_Comm_rank(s->alive, &me);
+            MPI_Error_string(spawn_rc, why, &len);
+            if (me == 0) {
+                fprintf(stderr, "sliding: out of spares and the guests could not be started on %s (MPI_Comm_spawn: "
+                                "%s): allow oversubscription (mpirun --oversubscribe, or more slots per host)\n",
+                        s->hostnames + (size_t)s->host[starting[0]] * NAME_BYTES, why);
+                fflush(stderr);
+            }
+            return 2;
         }
         return 1;
     }

@@ -155,7 +155,8 @@ INTERNAL void degrade_free(sliding_t *s);
 INTERNAL int new_map_of(sliding_t *s);
 /* Start the guests the map names that have none yet (collective over alive):
  * 0 when none needs starting (their hosts died: the map moved on), 1 when
- * the recovery must start again (with them, or after a failure). */
+ * the recovery must start again (with them, or after a failure), 2 when the
+ * spawn failed with nobody dead (the guests cannot be started: no spare). */
 INTERNAL int spawn_guests(sliding_t *s);
 INTERNAL int guest_join(sliding_t *s, MPI_Comm parent, int32_t **domains);
 

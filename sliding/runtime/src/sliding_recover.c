@@ -141,9 +141,13 @@ static int recover_once(sliding_t *s)
             /* Out of spares, degrading: start the guests the map names, then
              * run the recovery again with them (a failure meanwhile: again). */
             phase = now();
-            int again = spawn_guests(s);
+            int spawned = spawn_guests(s);
             t.spawn += now() - phase;
-            if (again) {
+            if (spawned == 2) {
+                status = SLIDING_ERR_NO_SPARE;
+                break;
+            }
+            if (spawned == 1) {
                 continue;
             }
         }
