@@ -131,6 +131,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
                                  _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_size_t,
                                  _P(ctypes.c_int32)]),
     "slide_degrade_workspace_bytes": (ctypes.c_size_t, [_P(_CLayout), ctypes.c_int32]),
+    "slide_degrade_max_guests": (ctypes.c_int32, [_P(_CLayout)]),
     "slide_map_degrade": (ctypes.c_int, [_P(_CLayout), ctypes.c_int, _P(ctypes.c_int32), ctypes.c_int32,
                                          _P(ctypes.c_int32), _P(ctypes.c_int32), ctypes.c_int32,
                                          _P(ctypes.c_int32), ctypes.c_void_p, ctypes.c_size_t,
@@ -618,12 +619,16 @@ def explain(layout: Layout | tuple[str, str], method: CEnum | str,
 @dataclass(frozen=True)
 class Degraded:
     """The map of :func:`degrade_map`: ``serving[r]`` runs node rank r (a node, or guest
-    ``nodes + g``); ``hosts[g]`` is the node guest g runs on; ``mapping[r]`` the node rank r
-    runs on (a guest's host), which is what the metrics measure."""
+    ``nodes + g``); ``hosts[g]`` is the node guest g runs on."""
 
     serving: list[int]
     hosts: list[int]
-    mapping: list[int]
+    nodes: int
+
+    @property
+    def mapping(self) -> list[int]:
+        """The node each node rank runs on (a guest's host): what the metrics measure."""
+        return [n if n < self.nodes else self.hosts[n - self.nodes] for n in self.serving]
 
 
 def degrade_map(layout: Layout | tuple[str, str], method: CEnum | str, failed: Sequence[int],
@@ -631,7 +636,7 @@ def degrade_map(layout: Layout | tuple[str, str], method: CEnum | str, failed: S
     """The map when spares run out and the job runs on (slide_map_degrade() of ``slide_core.h``):
     the method's map while it copes, then each lost rank on the least loaded live node, as a guest
     where that node runs a rank already. ``failed`` may name guests (``nodes + g``).
-    ``max_guests`` defaults to the runtime's (twice the nodes).
+    ``max_guests`` defaults to the runtime's (slide_degrade_max_guests: twice the nodes).
 
     Raises SlideError as :func:`compute_map` (index, no partial map) for bad ids, duplicates, no
     live node left, or more guests than ``max_guests``. Cost: slide_map()'s plus O(nodes x ranks)
@@ -641,7 +646,7 @@ def degrade_map(layout: Layout | tuple[str, str], method: CEnum | str, failed: S
     chosen = method if isinstance(method, _Method) else parse_method(method)  # type: ignore[arg-type]
     failed_list = list(failed)
     fa = _int32_array(failed_list, "failed nodes")
-    cap = 2 * lay.nodes if max_guests is None else max_guests
+    cap = _lib().slide_degrade_max_guests(ctypes.byref(lay._c)) if max_guests is None else max_guests
     serving = (ctypes.c_int32 * lay.ranks)()
     hosts = (ctypes.c_int32 * max(cap, 1))()
     nguests, err = ctypes.c_int32(0), ctypes.c_int32(-1)
@@ -655,9 +660,7 @@ def degrade_map(layout: Layout | tuple[str, str], method: CEnum | str, failed: S
         where = f"failure #{i + 1} (node {failed_list[i]})" if 0 <= i < len(failed_list) else "the failures"
         raise SlideError(f"{chosen.label}, degrading: cannot place {where}: {strerror(rc)}", rc,
                          i if i >= 0 else None)
-    host_list = list(hosts[:nguests.value])
-    mapping = [n if n < lay.nodes else host_list[n - lay.nodes] for n in serving]
-    return Degraded(list(serving), host_list, mapping)
+    return Degraded(list(serving), list(hosts[:nguests.value]), lay.nodes)
 
 
 # ---- metrics -------------------------------------------------------------------

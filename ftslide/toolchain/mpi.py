@@ -278,6 +278,11 @@ def _pump(stream, parts: list[str], watch: ResultWatch | None, seen: list[float]
     stream.close()
 
 
+def _timed_out(timeout: float | None, argv: Sequence[str], out: str, err: str, stacks: str) -> "MpirunTimeout":
+    return MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: {' '.join(argv)}",
+                         out, err, stacks)
+
+
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
         env: dict[str, str] | None = None, stacks_on_timeout: bool = False,
         wrap: Callable[[list[str]], list[str]] | None = None,
@@ -320,8 +325,7 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
                 stacks = process_stacks(processes_with(f"{name}={value}")) if stacks_on_timeout else ""
                 kill_processes(proc.pid, f"{name}={value}")
                 out, err = proc.communicate()
-                raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
-                                    f"{' '.join(argv)}", out or "", err or "", stacks) from None
+                raise _timed_out(timeout, argv, out or "", err or "", stacks) from None
         else:
             out_parts: list[str] = []
             err_parts: list[str] = []
@@ -343,8 +347,7 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
                     proc.wait()
                     for pump in pumps:
                         pump.join(timeout=10)
-                    raise MpirunTimeout(f"mpirun did not finish within {timeout:.0f} s and was killed: "
-                                        f"{' '.join(argv)}", "".join(out_parts), "".join(err_parts), stacks)
+                    raise _timed_out(timeout, argv, "".join(out_parts), "".join(err_parts), stacks)
                 time.sleep(0.1)
             proc.wait()
             for pump in pumps:

@@ -531,6 +531,9 @@ int slide_map_explain(const slide_layout *lay, const int32_t *failed, int32_t nf
  * max_guests are made), SLIDE_ENOSURVIVOR (no live node); *err_index as in
  * slide_map(), serving then undefined. */
 size_t slide_degrade_workspace_bytes(const slide_layout *lay, int32_t max_guests);
+/* The guests the sliding runtime allows a run (max_guests): two per node, for
+ * guests of guests that died. Cost O(1); 0 for a NULL lay. */
+int32_t slide_degrade_max_guests(const slide_layout *lay);
 int slide_map_degrade(const slide_layout *lay, int method, const int32_t *failed, int32_t nfailed,
                       int32_t *serving, int32_t *host, int32_t max_guests, int32_t *nguests, void *work,
                       size_t work_bytes, int32_t *err_index);

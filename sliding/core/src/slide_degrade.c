@@ -12,6 +12,11 @@ size_t slide_degrade_workspace_bytes(const slide_layout *lay, int32_t max_guests
     return slide_map_workspace_bytes(lay) + ((extra + 7) & ~(size_t)7);
 }
 
+int32_t slide_degrade_max_guests(const slide_layout *lay)
+{
+    return lay ? 2 * lay->nodes : 0;
+}
+
 /* Logical coordinates of node rank r. */
 static void rank_coords(const slide_layout *lay, int32_t r, int32_t c[SLIDE_MAX_DIMS])
 {

@@ -649,6 +649,21 @@ int build_cart(sliding_t *s)
     return rc;
 }
 
+/* What every process must have registered alike (sliding_start compares it,
+ * a guest against the survivors'): buffer and callback counts, total bytes
+ * and a hash of the sizes in order (FNV-1a). */
+void registration_of(const sliding_t *s, int64_t out[REGISTRATION_FIELDS])
+{
+    uint64_t hash = 1469598103934665603ull;
+    for (int i = 0; i < s->nbufs; i++) {
+        hash = (hash ^ (uint64_t)s->sizes[i]) * 1099511628211ull;
+    }
+    out[0] = s->nbufs;
+    out[1] = s->ncallbacks;
+    out[2] = (int64_t)(s->total_bytes & INT64_MAX);
+    out[3] = (int64_t)(hash >> 2);
+}
+
 int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
 {
     if (!s || !cart || !role || !version) {
@@ -659,11 +674,11 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     }
     s->started = 1;
     int status = checkpoint_allocate(s);
-    uint64_t hash = registration_hash(s);
+    int64_t mine[REGISTRATION_FIELDS];
+    registration_of(s, mine);
     if (s->joined) {
         /* A guest: the survivors' recovery is under way; it joins it, and a
          * registration unlike theirs ends that recovery everywhere. */
-        const int64_t mine[4] = {s->nbufs, s->ncallbacks, (int64_t)(s->total_bytes & INT64_MAX), (int64_t)(hash >> 2)};
         s->join_error = status != SLIDING_OK || memcmp(mine, s->expected, sizeof mine) != 0;
         status = recover_all(s);
         if (status == SLIDING_OK && s->cart == MPI_COMM_NULL) {
@@ -679,7 +694,6 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
     /* Every process must carry the same state and run the same number of
      * callbacks (run_callbacks' agreement): compare counts, total and a hash
      * of the sizes, as maxima of the values and of their negations. */
-    int64_t mine[4] = {s->nbufs, s->ncallbacks, (int64_t)(s->total_bytes & INT64_MAX), (int64_t)(hash >> 2)};
     int64_t seen[9] = {mine[0], mine[1], mine[2], mine[3], -mine[0], -mine[1], -mine[2], -mine[3], status};
     if (MPI_Allreduce(MPI_IN_PLACE, seen, 9, MPI_INT64_T, MPI_MAX, s->alive) != MPI_SUCCESS) {
         return SLIDING_ERR_MPI;

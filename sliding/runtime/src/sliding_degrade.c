@@ -41,11 +41,8 @@ enum {
     H_FILE_COMMITTED,
     H_CHECKPOINT_EVERY,
     H_DOMAINS,      /* 1: domain_of_node follows */
-    H_NBUFS,
-    H_NCALLBACKS,
-    H_TOTAL_BYTES,
-    H_SIZES_HASH,
-    H_STARTING,     /* how many guests this spawn starts (their ids follow) */
+    H_REGISTRATION, /* REGISTRATION_FIELDS entries: registration_of */
+    H_STARTING = H_REGISTRATION + REGISTRATION_FIELDS, /* how many guests this spawn starts (their ids follow) */
     H_COUNT
 };
 
@@ -70,15 +67,6 @@ const int32_t *placed_map(sliding_t *s, const int32_t *map)
         s->placed[r] = host_of(s, map[r]);
     }
     return s->placed;
-}
-
-uint64_t registration_hash(const sliding_t *s)
-{
-    uint64_t hash = 1469598103934665603ull; /* FNV-1a over the sizes, in order */
-    for (int i = 0; i < s->nbufs; i++) {
-        hash = (hash ^ (uint64_t)s->sizes[i]) * 1099511628211ull;
-    }
-    return hash;
 }
 
 /* The program as this process was started (/proc/self/cmdline): what a guest
@@ -139,7 +127,7 @@ static int read_command_line(sliding_t *s)
 
 int degrade_allocate(sliding_t *s)
 {
-    s->max_guests = 2 * s->layout.nodes; /* guests of guests that died: a few per node */
+    s->max_guests = slide_degrade_max_guests(&s->layout);
     s->host = calloc((size_t)s->max_guests, sizeof *s->host);
     s->placed = malloc(sizeof(int32_t) * (size_t)s->layout.ranks);
     s->hostnames = calloc((size_t)s->layout.nodes, NAME_BYTES);
@@ -268,9 +256,9 @@ static int share(sliding_t *s, MPI_Comm merged, int64_t *header, int32_t *starti
                  tables_t *t)
 {
     int rc = MPI_Bcast(header, H_COUNT, MPI_INT64_T, 0, merged);
-    int32_t guests[256]; /* a guest's copy of the ids started (at most this many guests at once) */
+    int32_t guests[MAX_STARTING]; /* a guest's copy of the ids started */
     if (rc == MPI_SUCCESS && s->joined) {
-        rc = header[H_STARTING] <= 256 ? MPI_SUCCESS : MPI_ERR_COUNT;
+        rc = header[H_STARTING] <= MAX_STARTING ? MPI_SUCCESS : MPI_ERR_COUNT;
         starting = guests;
     }
     if (rc == MPI_SUCCESS) {
@@ -313,10 +301,10 @@ int spawn_guests(sliding_t *s)
 {
     killpoint(s, SLIDING_POINT_RECOVERY_SPAWN);
     /* The guests made since the last spawn, but those whose host died meanwhile (the core has
-     * moved their ranks on): they never start. At most 256 at once (share). */
-    int32_t starting[256];
+     * moved their ranks on): they never start. At most MAX_STARTING at once. */
+    int32_t starting[MAX_STARTING];
     int count = 0;
-    for (int32_t g = s->nspawned; g < s->nguests && count < 256; g++) {
+    for (int32_t g = s->nspawned; g < s->nguests && count < MAX_STARTING; g++) {
         if (!s->dead[s->host[g]]) {
             starting[count++] = g;
         }
@@ -395,7 +383,6 @@ int spawn_guests(sliding_t *s)
         return 1;
     }
     MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-    uint64_t hash = registration_hash(s);
     int64_t header[H_COUNT] = {
         [H_K] = s->k,
         [H_BLOCK0] = s->block[0],
@@ -407,12 +394,9 @@ int spawn_guests(sliding_t *s)
         [H_FILE_COMMITTED] = s->file_committed,
         [H_CHECKPOINT_EVERY] = s->checkpoint_every,
         [H_DOMAINS] = s->domain_of_node != NULL,
-        [H_NBUFS] = s->nbufs,
-        [H_NCALLBACKS] = s->ncallbacks,
-        [H_TOTAL_BYTES] = (int64_t)(s->total_bytes & INT64_MAX),
-        [H_SIZES_HASH] = (int64_t)(hash >> 2),
         [H_STARTING] = count,
     };
+    registration_of(s, header + H_REGISTRATION);
     int32_t *domains = s->domain_of_node;
     tables_t tables = {0};
     rc = share(s, merged, header, starting, &domains, &tables);
@@ -426,7 +410,7 @@ int spawn_guests(sliding_t *s)
     if (rc == MPI_SUCCESS && count == s->nguests - s->nspawned) {
         s->nspawned = s->nguests;
     } else if (rc == MPI_SUCCESS) {
-        s->nspawned = starting[count - 1] + 1; /* more than 256 at once: the rest next time */
+        s->nspawned = starting[count - 1] + 1; /* more than MAX_STARTING: the rest next time */
     }
     return 1;
 }
@@ -446,10 +430,7 @@ static int guest_allocate(sliding_t *s, const int64_t *header, int32_t **domains
     s->version = header[H_VERSION];
     s->file_committed = header[H_FILE_COMMITTED];
     s->checkpoint_every = header[H_CHECKPOINT_EVERY];
-    s->expected[0] = header[H_NBUFS];
-    s->expected[1] = header[H_NCALLBACKS];
-    s->expected[2] = header[H_TOTAL_BYTES];
-    s->expected[3] = header[H_SIZES_HASH];
+    memcpy(s->expected, header + H_REGISTRATION, sizeof s->expected);
     s->lane = s->join_index % s->k;
     size_t slots = (size_t)node_slots(s); /* procs, pids and node_of come with the tables (install) */
     s->map = malloc(sizeof(int32_t) * (size_t)s->layout.ranks);

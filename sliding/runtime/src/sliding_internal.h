@@ -26,6 +26,8 @@
 #define TAG_PARITY 7400  /* + stripe: a data chunk sent to a parity keeper (stripes < 256) */
 #define TAG_REBUILD 7700 /* + stripe: a chunk sent to the rebuilder of a lost checkpoint */
 #define MAX_ATTEMPTS 64
+#define REGISTRATION_FIELDS 4 /* registration_of: buffers, callbacks, bytes, a hash of the sizes */
+#define MAX_STARTING 256      /* guests one spawn starts at most (sliding_degrade.c) */
 
 /* A recovery callback and its argument (sliding_on_recovery). */
 typedef struct callback {
@@ -67,7 +69,7 @@ struct sliding_runtime {
     char *spawn_command, *spawn_text, **spawn_argv; /* the program as started: what guests run */
     int joined;               /* this process is a guest */
     int join_index;           /* a guest's rank in its spawned job, until it knows its node */
-    int64_t expected[4];      /* a guest: the survivors' registration (nbufs, callbacks, bytes, hash) */
+    int64_t expected[REGISTRATION_FIELDS]; /* a guest: the survivors' registration (registration_of) */
     int join_error;           /* a guest registered otherwise: the recovery ends everywhere */
     void *work;
     size_t work_bytes;
@@ -120,6 +122,7 @@ INTERNAL int rank_of_node(const sliding_t *s, int node);
 INTERNAL int lane_rank(const sliding_t *s, int node_rank);
 INTERNAL int alive_rank(const sliding_t *s, int node, int lane);
 INTERNAL void free_cart(sliding_t *s);
+INTERNAL void registration_of(const sliding_t *s, int64_t out[REGISTRATION_FIELDS]);
 INTERNAL int build_cart(sliding_t *s);
 
 /* sliding_grouping.c */
@@ -148,7 +151,6 @@ INTERNAL void checkpoint_count_bytes(const sliding_t *s, const int32_t *old_map,
 INTERNAL int node_slots(const sliding_t *s);
 INTERNAL int host_of(const sliding_t *s, int node);
 INTERNAL const int32_t *placed_map(sliding_t *s, const int32_t *map);
-INTERNAL uint64_t registration_hash(const sliding_t *s);
 INTERNAL int degrade_allocate(sliding_t *s);
 INTERNAL int degrade_hostnames(sliding_t *s, MPI_Comm comm, int size);
 INTERNAL void degrade_free(sliding_t *s);
