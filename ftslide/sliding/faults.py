@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..toolchain import mpi
+from ..toolchain.mpi import SPINNER, busy  # noqa: F401  (the campaigns' load; re-exported for the harnesses)
 from ..errors import FtslideError
 from . import runtime as stencil
 from . import core
@@ -833,30 +834,6 @@ def killed_in(log: Path) -> dict[int, str]:
         return stencil.parse(-1, "", log.read_text()).killed
     except OSError:
         return {}
-
-
-# A CPU spinner that stops by itself once the process that started it (its argument) is no longer its
-# parent: a campaign killed with SIGKILL leaves no spinner behind for long.
-SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    sum(range(100000))\n"
-
-
-@contextmanager
-def busy(count: int) -> Iterator[list[int]]:
-    """``count`` busy processes (Python loops, each in a session of its own, without the campaign's
-    run markers: never a run's leftover) while the block runs; yields their pids. They are SIGKILLed
-    and reaped when the block ends, however it ends."""
-    spinners: list[subprocess.Popen[bytes]] = []
-    try:
-        for _ in range(count):
-            spinners.append(subprocess.Popen([sys.executable, "-S", "-c", SPINNER, str(os.getpid())],
-                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.DEVNULL, start_new_session=True))
-        yield [spinner.pid for spinner in spinners]
-    finally:
-        for spinner in spinners:
-            spinner.kill()
-        for spinner in spinners:
-            spinner.wait()
 
 
 def run_campaign(campaign: Campaign, prefix: Path, progress: Callable[[RunRecord], None] | None = None,

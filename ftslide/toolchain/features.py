@@ -8,8 +8,10 @@ PRRTE's daemon-loss hook in libprrte, the ``mpi_f08`` ULFM bindings in libmpi_us
 run for ``MPI_Finalize`` after failures: 3 processes, the last SIGKILLs itself, the others notice
 (a barrier and an agreement) and call ``MPI_Finalize``; a run whose processes have not ended
 FINALIZE_PROBE_GRACE seconds after rank 0 says it finalizes is ended (mpi.run's watch) and counts as
-a hang. Up to FINALIZE_PROBE_RUNS runs, stopping at the first hang: upstream 5.0.11 hung in 10 of
-24 such runs here, so a hanging MPI passes all 5 about once in 15; "yes" means "no hang in 5 runs". The answer is cached per prefix under ``<cache>/features`` (keyed by the prefix, its
+a hang. Up to FINALIZE_PROBE_RUNS runs with FINALIZE_PROBE_LOAD busy processes beside them, stopping
+at the first hang: upstream 5.0.11 hung in 3 of 12 runs with 4 spinners on 2 cores and in 0 of 12 on a
+quiet machine, so the probe loads the machine; a hanging MPI then passes all 12 about once in 30
+(0.75^12); "yes" means "no hang in 12 loaded runs". The answer is cached per prefix under ``<cache>/features`` (keyed by the prefix, its
 libmpi's size and time, and the probe).
 
 Typical use::
@@ -40,7 +42,7 @@ from ..errors import FtslideError
 from . import pympi
 from .ompi import cache_root, is_project_build, ompi_info_text, ompi_version
 
-__all__ = ["Feature", "FEATURES", "FINALIZE_PROBE_RUNS", "FINALIZE_PROBE_GRACE", "table", "probe",
+__all__ = ["Feature", "FEATURES", "FINALIZE_PROBE_RUNS", "FINALIZE_PROBE_LOAD", "FINALIZE_PROBE_GRACE", "table", "probe",
            "finalize_probe_program", "finalize_after_failures", "cached_finalize", "require", "describe_mpi", "for_runs", "as_json"]
 
 # key -> the row's name, in the order doctor prints them.
@@ -68,7 +70,10 @@ FIX = {
               "from another virtual environment)",
 }
 
-FINALIZE_PROBE_RUNS = 5
+FINALIZE_PROBE_RUNS = 12
+# Busy processes beside the probe runs: upstream 5.0.11's hang shows under load (3 of 12 runs with 4
+# spinners on 2 cores) and hides on a quiet machine (0 of 12).
+FINALIZE_PROBE_LOAD = 4
 FINALIZE_PROBE_GRACE = 5.0
 FINALIZE_PROBE_TIMEOUT = 60.0
 # Bump when the probe or its judgement changes: older cached answers are not read.
@@ -228,6 +233,20 @@ def finalize_after_failures(prefix: Path, refresh: bool = False) -> dict:
     except FtslideError as exc:
         return {"ok": None, "runs": 0, "hangs": 0, "grace": FINALIZE_PROBE_GRACE, "error": str(exc)}
     watch = mpi.ResultWatch(re.compile(FINALIZE_PROBE_LINE), FINALIZE_PROBE_GRACE, quiet=True)
+    with mpi.busy(FINALIZE_PROBE_LOAD):
+        answer = _probe_runs(prefix, binary, watch)
+    if answer.get("ok") is None:
+        return answer
+    path = _cache_file(prefix)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(answer) + "\n")
+    partial.replace(path)
+    return answer
+
+
+def _probe_runs(prefix: Path, binary: Path, watch) -> dict:
+    """Up to FINALIZE_PROBE_RUNS runs of the probe, stopping at the first hang."""
+    from . import mpi
     runs = hangs = 0
     for _ in range(FINALIZE_PROBE_RUNS):
         runs += 1
@@ -243,17 +262,12 @@ def finalize_after_failures(prefix: Path, refresh: bool = False) -> dict:
             last = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
             return {"ok": None, "runs": runs, "hangs": hangs, "grace": FINALIZE_PROBE_GRACE,
                     "error": f"the probe did not finish: {last[:200]}"}
-    answer = {"ok": hangs == 0, "runs": runs, "hangs": hangs, "grace": FINALIZE_PROBE_GRACE,
-              "prefix": str(prefix)}
-    path = _cache_file(prefix)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(answer) + "\n")
-    partial.replace(path)
-    return answer
+    return {"ok": hangs == 0, "runs": runs, "hangs": hangs, "grace": FINALIZE_PROBE_GRACE, "prefix": str(prefix)}
 
 
 def _finalize_row(prefix: Path, run_probe: bool) -> Feature:
-    how = (f"probe run: np 3, one rank SIGKILLed, the others MPI_Finalize; up to {FINALIZE_PROBE_RUNS} runs, "
+    how = (f"probe run: np 3, one rank SIGKILLed, the others MPI_Finalize; up to {FINALIZE_PROBE_RUNS} runs "
+           f"beside {FINALIZE_PROBE_LOAD} busy processes, "
            f"{FINALIZE_PROBE_GRACE:g} s each to end (cached per prefix)")
     answer = finalize_after_failures(prefix) if run_probe else cached_finalize(prefix)
     if answer is None:

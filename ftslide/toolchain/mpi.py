@@ -22,9 +22,10 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..errors import FtslideError
 from .native import REPO
@@ -34,7 +35,7 @@ __all__ = ["FORTRAN_SUFFIXES", "FORTRAN_KILLPOINT", "PYTHON_KILLPOINT_DIR", "MUL
            "launch_environment", "mpirun_argv", "compile_program", "split_program", "check_program",
            "MpirunTimeout", "process_stacks", "RESULT_LINE", "FINALIZE_GRACE", "ResultWatch", "MpiResult",
            "default_watch", "run", "launch_scratch", "ensure_stdin", "kill_processes",
-           "processes_with", "run_marker"]
+           "processes_with", "run_marker", "SPINNER", "busy"]
 
 # Headers every MPI program of the project may include (ftslide_killpoint.h, ...).
 INCLUDE_DIRS = (REPO / "ompi-ulfm" / "include",)
@@ -443,3 +444,27 @@ def processes_with(*entries: str) -> list[int]:
 def run_marker() -> tuple[str, str]:
     """A fresh (name, value) environment marker that identifies one launch and its descendants."""
     return "FTSLIDE_RUN_ID", uuid.uuid4().hex
+
+
+# A CPU spinner that stops by itself once the process that started it (its argument) is no longer its
+# parent: a campaign killed with SIGKILL leaves no spinner behind for long.
+SPINNER = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    sum(range(100000))\n"
+
+
+@contextmanager
+def busy(count: int) -> Iterator[list[int]]:
+    """``count`` busy processes (Python loops, each in a session of its own, without the campaign's
+    run markers: never a run's leftover) while the block runs; yields their pids. They are SIGKILLed
+    and reaped when the block ends, however it ends."""
+    spinners: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            spinners.append(subprocess.Popen([sys.executable, "-S", "-c", SPINNER, str(os.getpid())],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL, start_new_session=True))
+        yield [spinner.pid for spinner in spinners]
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()

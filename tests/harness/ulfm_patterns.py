@@ -258,9 +258,9 @@ def message_size(pattern: Pattern, message_bytes: int | None) -> int | None:
     return message_bytes if message_bytes is not None else pattern.message_bytes
 
 
-# busy(count): CPU spinners beside a block, the campaign driver's (ftslide/sliding/faults.py), which
+# busy(count): CPU spinners beside a block (ftslide/toolchain/mpi.py, the campaign driver's), which
 # end by themselves when their parent goes, so a campaign killed with SIGKILL leaves none for long.
-from ftslide.sliding.faults import SPINNER, busy  # noqa: E402  (re-exported for the pattern tests)
+from ftslide.toolchain.mpi import SPINNER, busy  # noqa: E402  (re-exported for the pattern tests)
 
 
 def load_average() -> float | None:
