@@ -65,9 +65,10 @@
  * then says to recover. The application checks once per iteration instead of
  * after every MPI call (checking every call, as before, works too).
  * Communicators the application derives from it (dup, split, Cart_sub)
- * inherit the handler as MPI says: an error on one revokes that one. The
- * revoke completes the requests pending on the communicator; MPI_Waitall on
- * them returns (with an error) and the application frees or forgets them.
+ * inherit the handler as MPI says: an error on one revokes that one. A
+ * Waitall that meets a failure may leave requests active (MPI_ERR_PENDING);
+ * the revoke completes them, so a second MPI_Waitall on the same array
+ * returns at once and frees them (without it they leak, nothing blocks).
  * sliding_finish() is the last such check: an agreement that every worker
  * completed, after which no recovery happens.
  *

@@ -7,6 +7,8 @@
  *                     once per iteration, a checkpoint every 4, sliding_finish;
  *                     a callback reports old and new rank and runs an
  *                     MPI_Allreduce on the new communicator
+ *   run-slow          run, and logical rank 2 sleeps SLOW_SECONDS before the
+ *                     exchange of iteration 6
  *   register          world rank 3 registers one byte more
  *   callback-fails    the callback of logical rank 0 returns 1
  *   callback-frees    the callback of logical rank 1 frees cart
@@ -16,19 +18,22 @@
  *                     5 (an error of the application's, not a failure)
  * Every process reports (ftcheck.h): "dims" and "coords" before sliding_start,
  * "null" (sliding_dims(NULL)), "start" (the status of sliding_start),
- * "pending" (requests Waitall left non-null after a failed iteration, the
- * largest count seen), "recover" (the status of the last sliding_recover),
+ * "pending" (requests a failed Waitall left active, MPI_ERR_PENDING as MPI
+ * allows, the largest count seen), "leaked" (requests still active after a
+ * second Waitall on them, which the revoke must have completed), "recover" (the status of the last sliding_recover),
  * "callback" (old>new ranks, each call), "sum" (the final value at
  * logical rank 0), "finish" (the status of the last sliding_finish).
  * Kill points: the runtime's and "iter=I" at the start of iteration I.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftcheck.h"
 #include "sliding.h"
 
 #define ITERATIONS 20
+#define SLOW_SECONDS 2
 
 typedef struct app {
     const char *mode;
@@ -53,9 +58,20 @@ static int on_recovery(sliding_t *s, int old_rank, int new_rank, MPI_Comm cart, 
     return count == 4 ? 0 : 1;
 }
 
+static int active(const MPI_Request *reqs, int n)
+{
+    int left = 0;
+    for (int i = 0; i < n; i++) {
+        left += reqs[i] != MPI_REQUEST_NULL;
+    }
+    return left;
+}
+
 /* One iteration: every rank sends its value to its four neighbours (no
- * periods: fewer at the edges) and adds what it receives. No error checks. */
-static void step(MPI_Comm cart, double *value, int *pending)
+ * periods: fewer at the edges) and adds what it receives. No error checks,
+ * but the requests a failure left active are waited for again: the error
+ * handler revoked cart, which completes them. */
+static void step(MPI_Comm cart, double *value, int *pending, int *leaked)
 {
     MPI_Request reqs[8];
     double in[4] = {0, 0, 0, 0};
@@ -69,11 +85,13 @@ static void step(MPI_Comm cart, double *value, int *pending)
         MPI_Isend(value, 1, MPI_DOUBLE, low, dim, cart, &reqs[n++]);
     }
     MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-    int left = 0;
-    for (int i = 0; i < n; i++) {
-        left += reqs[i] != MPI_REQUEST_NULL;
+    int left = active(reqs, n);
+    if (left > 0) {
+        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
     }
+    int still = active(reqs, n);
     *pending = left > *pending ? left : *pending;
+    *leaked = still > *leaked ? still : *leaked;
     *value = *value * 0.5 + (in[0] + in[1] + in[2] + in[3]) * 0.125;
 }
 
@@ -100,7 +118,7 @@ int main(int argc, char **argv)
     }
     sliding_on_recovery(s, on_recovery, &app);
     MPI_Comm cart;
-    int role, pending = 0, it = 0, status = SLIDING_OK, finish = -1;
+    int role, pending = 0, leaked = 0, it = 0, status = SLIDING_OK, finish = -1;
     int64_t version;
     status = sliding_start(s, &cart, &role, &version);
     FTCHECK("start", "%s", sliding_status_name(status));
@@ -113,7 +131,10 @@ int main(int argc, char **argv)
             char point[32];
             snprintf(point, sizeof point, "iter=%d", it);
             sliding_killpoint(s, point);
-            step(cart, &value, &pending);
+            if (strcmp(app.mode, "run-slow") == 0 && it == 6 && sliding_rank(s) == 2) {
+                sleep(SLOW_SECONDS);
+            }
+            step(cart, &value, &pending, &leaked);
             if (strcmp(app.mode, "app-error") == 0 && it == 5 && sliding_rank(s) == 2) {
                 MPI_Send(&value, 1, MPI_DOUBLE, 0, -5, cart); /* a negative tag: MPI_ERR_TAG */
             }
@@ -136,6 +157,7 @@ int main(int argc, char **argv)
         FTCHECK("finish", "%s", sliding_status_name(finish));
     }
     FTCHECK("pending", "%d", pending);
+    FTCHECK("leaked", "%d", leaked);
     if (app.calls[0] != '\0') {
         FTCHECK("callback", "%s", app.calls);
     }
