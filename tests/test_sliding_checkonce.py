@@ -65,15 +65,17 @@ def test_a_failure_is_checked_once_per_iteration(mpi_prefix, checkonce, failure_
     error handler revokes, sliding_ok() sends every worker to sliding_recover, the spare plane takes
     over (hybrid on a 2x2 grid moves a plane: nodes 2, 3 keep their ranks' new positions, 4 and 5 are
     promoted) and the run ends with the failure-free sum. A Waitall that meets the failure may return
-    before its other requests complete (MPI_ERR_PENDING, as MPI allows); with run-slow, logical rank 2
-    sleeps 2 s before that iteration's exchange, so world rank 0's receive from it is still pending when
-    the failure of rank 1 ends its Waitall. A second Waitall on what was left returns, the revoke having
-    completed it: no request leaked."""
+    before its other requests complete (MPI_ERR_PENDING, as MPI allows). With run-slow, at iteration 6
+    rank 1 waits 1 s before its kill point and rank 2 3 s: ranks 0 and 3, neighbours of both, are in
+    their Waitall when rank 1 dies. The first of them to learn of the failure returns with its receive
+    from rank 2 still pending (the other may see the first one's revoke instead, which completes
+    everything: so did one CI run, where rank 0 left one). A second Waitall on what was left returns,
+    the revoke having completed it: no request leaked."""
     run = run_mode(mpi_prefix, checkonce, mode, [(1, "iter=6")])
     survivors = [0, 2, 3, 4, 5]
     assert run.values("leaked", survivors) == {r: "0" for r in survivors}, run.describe()
     if mode == "run-slow":
-        assert int(run.value(0, "pending")) >= 1, run.describe()
+        assert max(int(run.value(r, "pending")) for r in (0, 3)) >= 1, run.describe()
     assert run.values("callback", [2, 3, 4, 5]) == {2: "2>0", 3: "3>1", 4: "-1>2", 5: "-1>3"}
     assert run.values("recover", [0, 2, 3]) == {0: "OK", 2: "OK", 3: "OK"}
     sums = [run.value(r, "sum") for r in survivors if run.value(r, "sum") is not None]

@@ -7,8 +7,9 @@
  *                     once per iteration, a checkpoint every 4, sliding_finish;
  *                     a callback reports old and new rank and runs an
  *                     MPI_Allreduce on the new communicator
- *   run-slow          run, and logical rank 2 sleeps SLOW_SECONDS before the
- *                     exchange of iteration 6
+ *   run-slow          run, and at the start of iteration 6 logical rank 1
+ *                     sleeps 1 s (its neighbours 0 and 3 are waiting for it
+ *                     when it reaches its kill point), logical rank 2 3 s
  *   register          world rank 3 registers one byte more
  *   callback-fails    the callback of logical rank 0 returns 1
  *   callback-frees    the callback of logical rank 1 frees cart
@@ -33,7 +34,6 @@
 #include "sliding.h"
 
 #define ITERATIONS 20
-#define SLOW_SECONDS 2
 
 typedef struct app {
     const char *mode;
@@ -130,10 +130,10 @@ int main(int argc, char **argv)
         while (it < ITERATIONS && sliding_ok(s)) {
             char point[32];
             snprintf(point, sizeof point, "iter=%d", it);
-            sliding_killpoint(s, point);
-            if (strcmp(app.mode, "run-slow") == 0 && it == 6 && sliding_rank(s) == 2) {
-                sleep(SLOW_SECONDS);
+            if (strcmp(app.mode, "run-slow") == 0 && it == 6) {
+                sleep(sliding_rank(s) == 1 ? 1 : sliding_rank(s) == 2 ? 3 : 0);
             }
+            sliding_killpoint(s, point);
             step(cart, &value, &pending, &leaked);
             if (strcmp(app.mode, "app-error") == 0 && it == 5 && sliding_rank(s) == 2) {
                 MPI_Send(&value, 1, MPI_DOUBLE, 0, -5, cart); /* a negative tag: MPI_ERR_TAG */
