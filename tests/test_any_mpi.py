@@ -10,9 +10,11 @@ What runs against 5.0.11 here, and why the rest needs our build:
   (test_sliding_runtime's recoveries, test_sliding_heat2d's node kills, test_sliding_policies' redundancy
   policies) make sense there for the same reason; they are written against the ``mpi_prefix`` fixture
   and run against ours in the suite.
+- ``ftslide demo --mpi --lang python``: the interpreter running ftslide has an mpi4py built against ours,
+  so the runs go to a side environment made in the cache for 5.0.11 (pympi.side_environment), and the
+  checksums must equal our build's too.
 - Not against 5.0.11: Fortran (5.0.11 ships no mpifort and no mpi_f08 ULFM module: ``--lang fortran``
-  is refused in one line, tested below); Python (needs an mpi4py built against 5.0.11 in the interpreter
-  that runs ftslide, whose mpi4py is built against ours: ``--lang python`` says so in one line); every
+  is refused in one line, tested below); every
   test of node loss (test_nodeloss, test_finalize_chain, ``faults --cluster``: PRRTE without our prrte/
   patches ends the job when a daemon dies; refused in one line, tested below); our revoke and agreement
   (test_revoke_bmg, test_ftera: 5.0.11 has neither); MPIX_Comm_ishrink (test_sliding_checkonce's
@@ -70,6 +72,18 @@ def test_demo_with_upstream_gives_our_checksums_and_returns(upstream_prefix, mpi
     assert len(lines) <= 1 and all(line.startswith("ftslide: the result is in, but Open MPI 5.0.11 at ")
                                    for line in lines), theirs[2].stderr
     print(f"ours {ours[3]:.1f} s, 5.0.11 {theirs[3]:.1f} s, watch ended the failed run: {bool(lines)}")
+
+
+def test_python_demo_with_upstream_gives_our_checksums(upstream_prefix, mpi_prefix):
+    """`ftslide demo --mpi <5.0.11> --lang python`: run by the side environment's interpreter (its mpi4py maps
+    5.0.11's libmpi), the checksums equal our build's in Python bit for bit, and the command returns."""
+    from ftslide.toolchain import pympi
+    ours = demo_checksums("--lang", "python")
+    theirs = demo_checksums("--mpi", str(upstream_prefix), "--lang", "python")
+    assert ours[:2] == theirs[:2], (ours[2].stdout, theirs[2].stdout)
+    python = pympi.interpreter(upstream_prefix)
+    assert python != sys.executable and pympi.problem(python, upstream_prefix) is None
+    assert pympi.problem(sys.executable, upstream_prefix) is not None  # the running one could not have run it
 
 
 def test_failed_runs_with_upstream_never_hang(upstream_prefix):

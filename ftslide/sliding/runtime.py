@@ -42,7 +42,6 @@ import ctypes
 import hashlib
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -230,14 +229,14 @@ def default_size(app: str) -> tuple[int, ...]:
 def build(prefix: Path, lang: str = "c", app: str = "jacobi3d") -> list[str]:
     """Application ``app`` (one of APPS, jacobi3d unless told) in ``lang`` (one of LANGUAGES) for
     this build, as the argv that runs it: the binary linked with libsliding in C and Fortran
-    (compiled once per source change), the environment's Python and ``APP.py`` in Python (after
-    checking that its mpi4py is built against ``prefix``: FtslideError naming the fix otherwise).
+    (compiled once per source change), ``pympi.interpreter(prefix)`` and ``APP.py`` in Python (the
+    environment's Python, checked to have an mpi4py built against ``prefix``, or for another Open MPI a
+    side environment in the cache, made at the first use).
     FtslideError for an application not written in ``lang`` (app_languages)."""
     check_app(app, lang)
     source = EXAMPLES / f"{app}{SOURCE_SUFFIX[lang]}"
     if lang == "python":
-        pympi.require(sys.executable, prefix)
-        return [sys.executable, str(source)]
+        return [pympi.interpreter(prefix), str(source)]
     library = build_library(prefix)
     if lang == "c":
         return [str(mpi.compile_program(prefix, [source], name=app, flags=FLAGS,

@@ -10,6 +10,12 @@ registry will not do: ``build`` compiles the pinned sdist (checksum-verified) wi
 the interpreter, and installs it into the running interpreter's environment; a re-run with nothing
 changed does neither (a stamp in the environment).
 
+``interpreter`` is the Python that runs programs against a prefix: the running one for the project's
+build (``require`` refuses it, naming the fix, when its mpi4py is another MPI's), and for another Open
+MPI (``--mpi``) whose libmpi the running interpreter's mpi4py does not load, a side environment in the
+cache (``side_environment``: a venv of the running interpreter's base, with this mpi4py built against
+that prefix and the numpy the running environment has).
+
 ``problem`` tells whether an interpreter's mpi4py is ours, from what it really loads: the path of
 the ``libmpi`` its ``MPI`` module maps (imported without ``MPI_Init``), and whether its error classes
 include ULFM's.
@@ -18,12 +24,14 @@ Errors and cost: FtslideError (one line) for a failed download, build or install
 ``require`` for an interpreter whose mpi4py is missing or built against another MPI. A cold
 ``build`` costs about 2 minutes on 2 cores (Cython and the C compile); a cached one installs a wheel
 (a few seconds); an unchanged re-run reads a stamp. ``problem`` starts the interpreter once (about
-0.2 s).
+0.2 s). A cold ``side_environment`` costs a venv, numpy's wheel and a cold ``build``; a warm one
+reads a marker.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -34,10 +42,10 @@ import tempfile
 from pathlib import Path
 
 from ..errors import FtslideError
-from .ompi import cache_root, mpi_environment
+from .ompi import cache_root, is_project_build, mpi_environment
 
 __all__ = ["MPI4PY_VERSION", "MPI4PY_SHA256", "CYTHON_VERSION", "cache_key", "wheel_dir", "installed",
-           "build", "probe", "problem", "require", "is_python"]
+           "build", "probe", "problem", "require", "interpreter", "side_environment", "is_python"]
 
 # The pinned release: its sdist from the Python registry, verified by pip against this sha256.
 MPI4PY_VERSION = "4.1.2"
@@ -199,6 +207,42 @@ def require(python: str, prefix: Path) -> None:
     if why:
         raise FtslideError(f"{why}: run 'ftslide build-mpi4py' (./bootstrap setup does) and run the "
                            f"program with {Path(sys.executable).parent / 'python3'}")
+
+
+def side_environment(prefix: Path) -> Path:
+    """The python3 of a venv kept in the cache for ``prefix`` (keyed like its mpi4py wheel): made from the
+    running interpreter's base at the first use, with mpi4py built against ``prefix`` and numpy (the
+    release the running environment has), then reused. FtslideError (one line) when it cannot be made."""
+    folder = cache_root() / "python" / f"venv-{cache_key(prefix)[:12]}"
+    python, ready = folder / "bin" / "python3", folder / ".ftslide-ready"
+    if ready.is_file() and python.exists():
+        return python
+    base = getattr(sys, "_base_executable", sys.executable) or sys.executable
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([base, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=600)
+    if made.returncode != 0:
+        last = (made.stderr.strip().splitlines() or ["no output"])[-1]
+        raise FtslideError(f"could not make a Python environment for {prefix} in {folder}: {last[:200]}")
+    try:
+        numpy = f"numpy=={importlib.metadata.version('numpy')}"
+    except importlib.metadata.PackageNotFoundError:
+        numpy = "numpy"
+    log = folder.parent / f"{folder.name}.log"
+    log.write_text("")
+    _pip(str(python), ["install", "-q", numpy], mpi_environment(prefix), log, f"installing {numpy} for {prefix}")
+    build(prefix, str(python))
+    ready.write_text(cache_key(prefix) + "\n")
+    return python
+
+
+def interpreter(prefix: Path) -> str:
+    """The Python that runs the runtime's programs against ``prefix``: the running one for the project's
+    build (FtslideError naming the fix when its mpi4py is not built against it) or when its mpi4py loads
+    ``prefix``'s libmpi; for another Open MPI, ``side_environment(prefix)``."""
+    if is_project_build(prefix) or problem(sys.executable, prefix) is None:
+        require(sys.executable, prefix)
+        return sys.executable
+    return str(side_environment(prefix))
 
 
 def is_python(program: str) -> bool:
