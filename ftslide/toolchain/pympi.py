@@ -239,10 +239,10 @@ def interpreter(prefix: Path) -> str:
     """The Python that runs the runtime's programs against ``prefix``: the running one for the project's
     build (FtslideError naming the fix when its mpi4py is not built against it) or when its mpi4py loads
     ``prefix``'s libmpi; for another Open MPI, ``side_environment(prefix)``."""
-    if is_project_build(prefix) or problem(sys.executable, prefix) is None:
+    if is_project_build(prefix):
         require(sys.executable, prefix)
         return sys.executable
-    return str(side_environment(prefix))
+    return sys.executable if problem(sys.executable, prefix) is None else str(side_environment(prefix))
 
 
 def is_python(program: str) -> bool:
