@@ -21,8 +21,9 @@
  * "null" (sliding_dims(NULL)), "start" (the status of sliding_start),
  * "pending" (requests a failed Waitall left active, MPI_ERR_PENDING as MPI
  * allows, the largest count seen), "leaked" (requests still active after a
- * second Waitall on them, which the revoke must have completed), "recover" (the status of the last sliding_recover),
- * "callback" (old>new ranks, each call), "sum" (the final value at
+ * second Waitall on them, which the revoke must have completed), "recover"
+ * (the status of the last sliding_recover), "callback" (old>new ranks, each
+ * call), "sum" (the final value at
  * logical rank 0), "finish" (the status of the last sliding_finish).
  * Kill points: the runtime's and "iter=I" at the start of iteration I.
  */
