@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from ftslide.sliding import runtime as stencil
-from ftslide.toolchain import features, mpi
+from ftslide.toolchain import features, mpi, pympi
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -77,7 +77,6 @@ def test_demo_with_upstream_gives_our_checksums_and_returns(upstream_prefix, mpi
 def test_python_demo_with_upstream_gives_our_checksums(upstream_prefix, mpi_prefix):
     """`ftslide demo --mpi <5.0.11> --lang python`: run by the side environment's interpreter (its mpi4py maps
     5.0.11's libmpi), the checksums equal our build's in Python bit for bit, and the command returns."""
-    from ftslide.toolchain import pympi
     ours = demo_checksums("--lang", "python")
     theirs = demo_checksums("--mpi", str(upstream_prefix), "--lang", "python")
     assert ours[:2] == theirs[:2], (ours[2].stdout, theirs[2].stdout)
