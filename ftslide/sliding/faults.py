@@ -346,9 +346,11 @@ def plan(campaign: Campaign, index: int) -> tuple[str, str, list[tuple[int, str]
                               last, campaign.checkpoint_every, diameter,
                               lost=lambda mapping, nodes: lost_in_memory(layout, mapping, protection, nodes))
         if phase == point.RECOVERY_SPAWN.label and core.degrade_map(layout, method, [n for n, _ in kills]).hosts:
-            # the failures end in a degraded recovery that starts guests: one more node dies then
-            bystanders = [n for n in range(layout.nodes) if n not in spared and n not in dict(kills)]
-            if bystanders:
+            # the failures end in a degraded recovery that starts guests: one more node dies then, not
+            # the last one alive (guests need a host, and a run without survivors proves nothing)
+            alive = [n for n in range(layout.nodes) if n not in dict(kills)]
+            bystanders = [n for n in alive if n not in spared]
+            if bystanders and len(alive) > 1:
                 kills.append((rng.choice(bystanders), phase))
     elif phase in stencil.runtime_points():  # a step of the recovery that the first kill starts
         # the steps after the map only come when the method places the first failure
