@@ -136,8 +136,7 @@ resume: /* and after every recovery: x holds checkpoint 'version' of the rank he
         sliding_recovery_times times;
         sliding_last_recovery(s, &times);
         double local[2] = {times.total, times.state}, longest[2];
-        MPI_Allreduce(local, longest, 2, MPI_DOUBLE, MPI_MAX, cart);
-        if (rank == 0 && sliding_ok(s)) {
+        if (MPI_Allreduce(local, longest, 2, MPI_DOUBLE, MPI_MAX, cart) == MPI_SUCCESS && rank == 0) {
             printf(PROGRAM ": recovery_max total_ms=%.3f state_ms=%.3f\n", longest[0] * 1e3, longest[1] * 1e3);
             fflush(stdout);
         }
@@ -156,12 +155,15 @@ resume: /* and after every recovery: x holds checkpoint 'version' of the rank he
         if (rc != SLIDING_OK) break; /* sliding_ok() is 0 now: recover below */
         /* the longest time and the most and least redundancy bytes (below 2^53: exact as doubles) */
         double mine[3] = {local, (double)sliding_redundancy_bytes(s), -(double)sliding_redundancy_bytes(s)}, most[3];
-        MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, cart);
-        if (rank == 0 && sliding_ok(s)) {
+        int reduced = MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, cart);
+        if (rank == 0 && reduced == MPI_SUCCESS) {
             printf(PROGRAM ": checkpoint version=%d seconds=%.6f bytes_max=%.0f bytes_min=%.0f state=%ld\n", it, most[0],
                    most[1], -most[2], bytes);
             fflush(stdout);
         }
+        /* No worker passes this barrier before rank 0 has its reduction: a victim killed a few iterations
+         * later cannot revoke that reduction at a slow rank 0 (np 20 on 2 cores) and lose the line. */
+        MPI_Barrier(cart);
     }
     MPI_Barrier(cart);
     if (!recovered && rank == 0 && sliding_ok(s)) {
