@@ -409,6 +409,28 @@ def test_whole_nodes_on_a_cluster(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_spawn_after_half_the_chain_is_lost(tmp_path):
+    """--cluster, seed 707's spawns: five of the 12 chained nodes die one after another, the survivors
+    run out of spares, and a sixth node dies as they spawn guests (run 2 kills nodes 6, 4, 7, 5, 3 at
+    iterations 10-28 and node 2 at recovery_spawn). The spawn's root waited for ever in PMIx_Lookup in
+    3 of 5 replays of run 2 before patch prrte/25 (a direct-modex answer at prterun released the
+    pending lookup); each run must end as it should, with every planned kill landed."""
+    report = tmp_path / "report.json"
+    result = subprocess.run([sys.executable, "-m", "ftslide", "faults", "--cluster", "--on-no-spare", "degrade",
+                             "--phases", "recovery_spawn", "--runs", "2", "--seed", "707", "--out", str(report)],
+                            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    assert report.exists(), result.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    bad = [r for r in doc["runs"] if not r["ok"]]
+    assert not bad and result.returncode == 0, json.dumps(bad, indent=1)[:6000]
+    assert [r["kills"] for r in doc["runs"]][1] == [[6, "iter=10"], [4, "iter=18"], [7, "iter=22"], [5, "iter=25"],
+                                                  [3, "iter=28"], [2, "recovery_spawn"]]
+    assert all(len(r["landed"]) == len(r["kills"]) for r in doc["runs"]), doc["runs"]
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith("ftf")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 def test_whole_nodes_of_two_processes_on_a_cluster(tmp_path):
     """--cluster --ranks-per-node 2: two slots per namespace, the nodes found by shared memory; a kill takes
     the node's two processes and its daemon, at an iteration, inside the recovery's state moves and right

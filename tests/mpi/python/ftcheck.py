@@ -43,6 +43,16 @@ def dup_world() -> MPI.Intracomm:
     return comm
 
 
+def barrier_before_kill(comm: MPI.Intracomm) -> None:
+    """The barrier before a kill point or a revoke, its error ignored as the C programs ignore it:
+    a process still finishing its last round when a faster one revokes ``comm`` or the victim
+    dies gets MPIX_ERR_REVOKED or MPIX_ERR_PROC_FAILED, and must go on to its checks."""
+    try:
+        comm.Barrier()
+    except MPI.Exception:
+        pass
+
+
 def world_ranks(group: MPI.Group) -> str:
     """The world ranks of ``group``'s members, comma-separated, "none" when it is empty."""
     if group.Get_size() == 0:

@@ -9,11 +9,11 @@ from array import array
 
 from mpi4py import MPI
 
-from ftcheck import RANK, call, dup_world, report, world_ranks
+from ftcheck import RANK, barrier_before_kill, call, dup_world, report, world_ranks
 from ftslide_killpoint import killpoint
 
 comm = dup_world()
-comm.Barrier()
+barrier_before_kill(comm)
 killpoint(RANK, "after_barrier")
 
 if RANK == 0:

@@ -7,11 +7,11 @@ request that comes with it completes (Request.Test in a loop here).
 
 from mpi4py import MPI
 
-from ftcheck import RANK, call, dup_world, report, world_ranks
+from ftcheck import RANK, barrier_before_kill, call, dup_world, report, world_ranks
 from ftslide_killpoint import killpoint
 
 comm = dup_world()
-comm.Barrier()
+barrier_before_kill(comm)
 killpoint(RANK, "after_barrier")
 
 
