@@ -122,6 +122,23 @@ static int thread_count(void)
     return n;
 }
 
+/* The count once a thread joined just before has left /proc/self/task: it
+ * lingers there after pthread_join returns (the kernel wakes the joiner before
+ * it removes the thread), long enough to be counted on a busy machine. The
+ * count when it has not changed for 50 ms (at most 2 s). */
+static int settled_thread_count(void)
+{
+    int last = thread_count(), same = 0;
+    for (int tries = 0; same < 5 && tries < 200; tries++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        int now = thread_count();
+        same = now == last ? same + 1 : 0;
+        last = now;
+    }
+    return last;
+}
+
 static const sliding_file_shape SHAPE = {"torus:4x2x2", "x:1", 2, "2x1x1", 8, 1000};
 
 /* Writes logical rank `rank`'s checkpoint of `version` through a level of its
@@ -659,7 +676,7 @@ static void group_free(void)
     /* A first write and free, so that threads a sanitizer starts with the
      * first thread of the process are there before counting. */
     free(write_one(root, 7, 3, 10));
-    int threads = thread_count();
+    int threads = settled_thread_count(); /* that first writer gone */
     sliding_file *f = NULL;
     CHECK(sliding_file_new(root, 1, &f) == SLIDING_OK, "new");
     CHECK(thread_count() == threads, "new starts no thread");
@@ -671,12 +688,7 @@ static void group_free(void)
     CHECK(sliding_file_stage(f, 8, 3, bytes, n) == SLIDING_OK, "stage");
     CHECK(thread_count() == threads + 1, "stage started the writer: %d threads, %d before", thread_count(), threads);
     sliding_file_free(f); /* at once: the write must still complete */
-    int after = thread_count();
-    for (int tries = 0; after != threads && tries < 100; tries++) { /* a joined thread may linger an instant */
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-        after = thread_count();
-    }
+    int after = settled_thread_count();
     CHECK(after == threads, "free joined the writer: %d threads, %d before", after, threads);
     unsigned char *back = alloc_or_die(n);
     char why[512];
