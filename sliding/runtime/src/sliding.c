@@ -619,34 +619,57 @@ void free_cart(sliding_t *s)
     s->cart = MPI_COMM_NULL;
 }
 
-/* Split s->alive into the workers' Cartesian communicator, in logical rank order. */
+/* Whether every process of s->alive got through a step: an agreement, so
+ * that all of them take the next collective or none does. */
+static int all_succeeded(sliding_t *s, int rc)
+{
+    int ok = rc == MPI_SUCCESS;
+    return MPIX_Comm_agree(s->alive, &ok) == MPI_SUCCESS && ok;
+}
+
+/* Split s->alive into the workers' Cartesian communicator, in logical rank
+ * order. Collective over alive, with one outcome everywhere: a process that
+ * fails the split or the Cartesian creation (a failure under it) would
+ * otherwise leave its peers in the next collective, on a communicator it
+ * never joins or has already freed. On failure s->cart may still hold the
+ * created communicator, which the caller revokes and frees. */
 int build_cart(sliding_t *s)
 {
     int node_rank = rank_of_node(s, s->node), rank = node_rank >= 0 ? lane_rank(s, node_rank) : -1;
-    MPI_Comm split;
+    MPI_Comm split = MPI_COMM_NULL;
+    s->cart = MPI_COMM_NULL;
     s->cart_closed = 0;
     s->cart_error = MPI_SUCCESS;
     s->cart_freed_by_app = 0;
     int rc = MPI_Comm_split(s->alive, rank >= 0 ? 0 : MPI_UNDEFINED, rank, &split);
-    if (rc != MPI_SUCCESS) {
-        return rc;
+    if (!all_succeeded(s, rc)) {
+        if (rc == MPI_SUCCESS && split != MPI_COMM_NULL) { /* a failed split's handle is no communicator */
+            MPI_Comm_free(&split);
+        }
+        return rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
     }
-    s->cart = MPI_COMM_NULL;
-    if (rank < 0) {
-        return MPI_SUCCESS;
+    rc = MPI_SUCCESS;
+    if (rank >= 0) {
+        int ndims = s->layout.grid.ndims, dims[SLIDE_MAX_DIMS], periods[SLIDE_MAX_DIMS];
+        for (int d = 0; d < ndims; d++) {
+            dims[d] = s->layout.logical[d] * s->block[d];
+            periods[d] = s->layout.grid.periodic;
+        }
+        rc = MPI_Cart_create(split, ndims, dims, periods, 0, &s->cart);
+        if (rc != MPI_SUCCESS) {
+            MPIX_Comm_revoke(split); /* peers still inside the creation wait for us */
+            s->cart = MPI_COMM_NULL;  /* no communicator came out */
+        }
+        MPI_Comm_free(&split);
+        if (rc == MPI_SUCCESS) {
+            MPI_Comm_set_attr(s->cart, cart_keyval, s);
+            MPI_Comm_set_errhandler(s->cart, cart_errhandler);
+        }
     }
-    int ndims = s->layout.grid.ndims, dims[SLIDE_MAX_DIMS], periods[SLIDE_MAX_DIMS];
-    for (int d = 0; d < ndims; d++) {
-        dims[d] = s->layout.logical[d] * s->block[d];
-        periods[d] = s->layout.grid.periodic;
+    if (!all_succeeded(s, rc)) {
+        return rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
     }
-    rc = MPI_Cart_create(split, ndims, dims, periods, 0, &s->cart);
-    MPI_Comm_free(&split);
-    if (rc == MPI_SUCCESS) {
-        MPI_Comm_set_attr(s->cart, cart_keyval, s);
-        MPI_Comm_set_errhandler(s->cart, cart_errhandler);
-    }
-    return rc;
+    return MPI_SUCCESS;
 }
 
 /* What every process must have registered alike (sliding_start compares it,
