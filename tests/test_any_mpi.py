@@ -151,6 +151,32 @@ def test_run_with_upstream(upstream_prefix, tmp_path):
     assert [line.split(":")[0] for line in done.stdout.split()] == [str(upstream_prefix / "bin")] * 2
 
 
+@pytest.mark.timeout(300)
+def test_run_ends_a_job_that_outlives_its_result_line(upstream_prefix, mpi_prefix):
+    """`ftslide run`'s finalize watch, on a job (np 2, sh) that prints its result line and stays 60 s: with
+    5.0.11, once its finalize probe has found the hang, the runtime examples' result line is watched
+    unasked; with our build only when --result-line names it. The job is ended within the grace, its
+    output passed on, one line on stderr naming the MPI, a non-zero exit; unwatched, it runs on."""
+    line = "app: done iterations=3 checksum=0x1234"
+    def job(seconds: int) -> list[str]:
+        return ["-np", "2", "sh", "-c", f"echo '{line}'; sleep {seconds}"]
+
+    if features.finalize_after_failures(upstream_prefix).get("ok") is not False:
+        pytest.skip("5.0.11's finalize probe did not hang in its runs here: its default watch is off")
+    for prefix, extra in ((upstream_prefix, []), (mpi_prefix, ["--result-line", "^app: done"])):
+        started = time.monotonic()
+        done = ftslide("run", "--mpi", str(prefix), *extra, *job(60), timeout=120)
+        elapsed = time.monotonic() - started
+        assert done.returncode != 0 and elapsed < 30, (elapsed, done.stderr)
+        assert done.stdout.count(line) == 2, done.stdout
+        ended = [x for x in done.stderr.splitlines() if ENDED in x]
+        assert len(ended) == 1 and str(prefix) in ended[0], done.stderr
+    started = time.monotonic()
+    done = ftslide("run", *job(mpi.FINALIZE_GRACE + 5), timeout=120)   # our build, unasked: no watch
+    assert done.returncode == 0 and time.monotonic() - started > mpi.FINALIZE_GRACE + 5, done.stderr
+    assert ENDED not in done.stderr and done.stdout.count(line) == 2, done.stderr
+
+
 def fake_prefix(root: Path, ompi_info: str | None, mpicc: bool = True) -> Path:
     """A folder that looks like an MPI installation: bin/mpicc, bin/mpirun, and an ompi_info printing
     ``ompi_info`` (a shell script; None: no ompi_info, as in MPICH)."""

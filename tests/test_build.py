@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -221,3 +222,28 @@ def test_the_debian_archive_is_the_systems(tmp_path):
         ompi_build.system_debian_mirror(apt)
     assert "://" in ompi_build.system_debian_mirror()  # this machine's own
     assert "deb.debian.org" not in (REPO / "ompi-ulfm" / "build.toml").read_text()
+
+
+def test_a_cached_thing_is_made_by_one_process_at_a_time(tmp_path, capfd):
+    """ompi.exclusive, which the Open MPI build and pympi.side_environment hold while they make their
+    folder: a second process waits (saying once on stderr for what) until the first lets go, and the
+    lock is let go when its holder is killed."""
+    lockfile = tmp_path / "venv-x.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from ftslide.toolchain.ompi import exclusive\n"
+         f"with exclusive(Path({str(lockfile)!r}), 'x'):\n    print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        timer = threading.Timer(2.0, holder.kill)
+        timer.start()
+        started = time.monotonic()
+        with ompi_build.exclusive(lockfile, "the Python environment venv-x"):
+            waited = time.monotonic() - started
+        timer.cancel()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert 1.5 < waited < 30, waited
+    err = capfd.readouterr().err
+    assert err.count("waiting for another process making the Python environment venv-x to finish") == 1, err

@@ -271,9 +271,12 @@ def _notice(prefix: Path, watch: ResultWatch) -> str:
             "(after failures it hangs there in upstream Open MPI; the project's build ends); the job was ended")
 
 
-def _pump(stream, parts: list[str], watch: ResultWatch | None, seen: list[float]) -> None:
+def _pump(stream, parts: list[str], watch: ResultWatch | None, seen: list[float], echo=None) -> None:
     for line in iter(stream.readline, ""):
         parts.append(line)
+        if echo is not None:
+            echo.write(line)
+            echo.flush()
         if watch is not None and not seen and line.endswith("\n") and watch.pattern.search(line):
             seen.append(time.monotonic())
     stream.close()
@@ -287,7 +290,7 @@ def _timed_out(timeout: float | None, argv: Sequence[str], out: str, err: str, s
 def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture: bool = True,
         env: dict[str, str] | None = None, stacks_on_timeout: bool = False,
         wrap: Callable[[list[str]], list[str]] | None = None,
-        watch: ResultWatch | None | str = "default") -> MpiResult:
+        watch: ResultWatch | None | str = "default", echo: bool = False) -> MpiResult:
     """Run ``mpirun --with-ft ulfm ARGS`` in its own session, which is killed when it ends or times out
     (MpirunTimeout; with ``stacks_on_timeout`` its ``stacks`` hold every stuck process's stacks).
     ``wrap`` turns the mpirun argv into the one to run (e.g. across an emulated cluster).
@@ -296,7 +299,7 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
     MPI_Finalize after failures; None: off) ends a job whose processes outlive its result line by
     the watch's grace: the result's ``ended_after_result`` holds one line naming the cause, which is
     also added to its stderr and (unless the watch is quiet) printed on stderr. A watch needs
-    ``capture``."""
+    ``capture``; with ``echo`` a watched job's output is also passed on to ours as it comes."""
     ensure_stdin()
     if watch == "default":
         watch = default_watch(prefix) if capture else None
@@ -331,8 +334,10 @@ def run(prefix: Path, args: Sequence[str], timeout: float | None = None, capture
             out_parts: list[str] = []
             err_parts: list[str] = []
             seen: list[float] = []
-            pumps = [threading.Thread(target=_pump, args=(proc.stdout, out_parts, watch, seen), daemon=True),
-                     threading.Thread(target=_pump, args=(proc.stderr, err_parts, None, seen), daemon=True)]
+            pumps = [threading.Thread(target=_pump, args=(proc.stdout, out_parts, watch, seen,
+                                                          sys.stdout if echo else None), daemon=True),
+                     threading.Thread(target=_pump, args=(proc.stderr, err_parts, None, seen,
+                                                          sys.stderr if echo else None), daemon=True)]
             for pump in pumps:
                 pump.start()
             deadline = None if timeout is None else time.monotonic() + timeout

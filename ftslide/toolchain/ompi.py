@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -454,13 +455,15 @@ def resolve_tarball(inputs: BuildInputs, tarball: Path | None, sha256: str | Non
 
 
 @contextmanager
-def _build_lock(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as handle:
+def exclusive(lockfile: Path, what: str) -> Iterator[None]:
+    """Hold ``lockfile`` (flock, released when the process ends however it ends) while another
+    process of this machine makes the same cached thing; says once that it waits for ``what``."""
+    lockfile.parent.mkdir(parents=True, exist_ok=True)
+    with open(lockfile, "w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another Open MPI build in {root} to finish", flush=True)
+            print(f"waiting for another process making {what} to finish", file=sys.stderr, flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 
@@ -581,7 +584,7 @@ def build(tarball: Path | None = None, sha256: str | None = None, jobs: int | No
     # another checkout's cold build of other inputs may hold the lock for many minutes.
     if prefix_problem(prefix, key) is None:
         return prefix, True
-    with _build_lock(root):
+    with exclusive(root / ".lock", f"the Open MPI build in {root}"):
         if prefix_problem(prefix, key) is None:
             return prefix, True
         build_dir = root / f"build-{tkey[:12]}"

@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import FtslideError
-from .ompi import cache_root, is_project_build, mpi_environment
+from .ompi import cache_root, exclusive, is_project_build, mpi_environment
 
 __all__ = ["MPI4PY_VERSION", "MPI4PY_SHA256", "CYTHON_VERSION", "cache_key", "wheel_dir", "installed",
            "build", "probe", "problem", "require", "interpreter", "side_environment", "is_python"]
@@ -217,7 +217,16 @@ def side_environment(prefix: Path) -> Path:
     python, ready = folder / "bin" / "python3", folder / ".ftslide-ready"
     if ready.is_file() and python.exists():
         return python
+    with exclusive(folder.parent / f"{folder.name}.lock", f"the Python environment {folder}"):
+        if not (ready.is_file() and python.exists()):   # made meanwhile by the process we waited for
+            _make_side_environment(prefix, folder)
+    return python
+
+
+def _make_side_environment(prefix: Path, folder: Path) -> None:
+    """side_environment's venv in ``folder``, made afresh; ``.ftslide-ready`` written last."""
     base = getattr(sys, "_base_executable", sys.executable) or sys.executable
+    python = folder / "bin" / "python3"
     folder.parent.mkdir(parents=True, exist_ok=True)
     made = subprocess.run([base, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=600)
     if made.returncode != 0:
@@ -231,8 +240,7 @@ def side_environment(prefix: Path) -> Path:
     log.write_text("")
     _pip(str(python), ["install", "-q", numpy], mpi_environment(prefix), log, f"installing {numpy} for {prefix}")
     build(prefix, str(python))
-    ready.write_text(cache_key(prefix) + "\n")
-    return python
+    (folder / ".ftslide-ready").write_text(cache_key(prefix) + "\n")
 
 
 def interpreter(prefix: Path) -> str:
