@@ -188,7 +188,8 @@ def test_plan_is_seeded():
     assert [faults.plan(c, i) for i in range(c.runs)] == [faults.plan(c, i) for i in range(c.runs)]
     assert [faults.plan(c, i)[0] for i in range(c.runs)] == list(faults.phases())
     assert list(faults.phases()) == ["iteration", "simultaneous", "checkpoint", "waiting", "recovery_start",
-                                     "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_state",
+                                     "recovery_agree", "recovery_map", "recovery_rebuild", "recovery_cart",
+                                     "recovery_state",
                                      "recovery_commit", "promoted", "exhaust"]
     other = faults.Campaign(runs=len(faults.phases()), seed=6)
     assert [faults.plan(c, i) for i in range(c.runs)] != [faults.plan(other, i) for i in range(c.runs)]

@@ -64,6 +64,7 @@ enum sliding_point {
     SLIDING_POINT_RECOVERY_AGREE,   /* after the shrink, before the agreement on the checkpoint */
     SLIDING_POINT_RECOVERY_MAP,     /* before the new map */
     SLIDING_POINT_RECOVERY_REBUILD, /* before the Cartesian communicator is rebuilt */
+    SLIDING_POINT_RECOVERY_CART,    /* between the split of the survivors and the Cartesian creation */
     SLIDING_POINT_RECOVERY_STATE,   /* before the state moves */
     SLIDING_POINT_RECOVERY_COMMIT,  /* before the commit agreement */
     SLIDING_POINT_PROMOTED,         /* a spare that has just been given a rank */

@@ -628,12 +628,17 @@ static int all_succeeded(sliding_t *s, int rc)
 }
 
 /* Split s->alive into the workers' Cartesian communicator, in logical rank
- * order. Collective over alive, with one outcome everywhere: a process that
- * fails the split or the Cartesian creation (a failure under it) would
- * otherwise leave its peers in the next collective, on a communicator it
- * never joins or has already freed. On failure s->cart may still hold the
- * created communicator, which the caller revokes and frees. */
-int build_cart(sliding_t *s)
+ * order. Collective over alive, with one outcome everywhere. Neither step is
+ * uniform under a failure (the split starts with a plain allgather, and both
+ * allocate the context id with a plain allreduce): a process can fail one
+ * while its peers are still in it, or already past it. Whoever fails revokes
+ * the step's communicator, which frees the peers still inside, and an
+ * agreement after each step tells everyone; without them, the peers past the
+ * split would wait in the Cartesian creation for a process that never comes.
+ * On failure s->cart may still hold the created communicator, which the
+ * caller revokes and frees. A recovery's (``recovering``) has a kill point
+ * between the two steps. */
+int build_cart(sliding_t *s, int recovering)
 {
     int node_rank = rank_of_node(s, s->node), rank = node_rank >= 0 ? lane_rank(s, node_rank) : -1;
     MPI_Comm split = MPI_COMM_NULL;
@@ -642,11 +647,17 @@ int build_cart(sliding_t *s)
     s->cart_error = MPI_SUCCESS;
     s->cart_freed_by_app = 0;
     int rc = MPI_Comm_split(s->alive, rank >= 0 ? 0 : MPI_UNDEFINED, rank, &split);
+    if (rc != MPI_SUCCESS) {
+        MPIX_Comm_revoke(s->alive); /* peers still inside the split wait for us */
+    }
     if (!all_succeeded(s, rc)) {
         if (rc == MPI_SUCCESS && split != MPI_COMM_NULL) { /* a failed split's handle is no communicator */
             MPI_Comm_free(&split);
         }
         return rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
+    }
+    if (recovering) {
+        killpoint(s, SLIDING_POINT_RECOVERY_CART);
     }
     rc = MPI_SUCCESS;
     if (rank >= 0) {
@@ -729,7 +740,7 @@ int sliding_start(sliding_t *s, MPI_Comm *cart, int *role, int64_t *version)
             return SLIDING_ERR_REGISTER;
         }
     }
-    if (build_cart(s) != MPI_SUCCESS) {
+    if (build_cart(s, 0) != MPI_SUCCESS) {
         return SLIDING_ERR_MPI;
     }
     int64_t resumed; /* s->version, when a checkpoint directory held one */

@@ -123,7 +123,7 @@ INTERNAL int lane_rank(const sliding_t *s, int node_rank);
 INTERNAL int alive_rank(const sliding_t *s, int node, int lane);
 INTERNAL void free_cart(sliding_t *s);
 INTERNAL void registration_of(const sliding_t *s, int64_t out[REGISTRATION_FIELDS]);
-INTERNAL int build_cart(sliding_t *s);
+INTERNAL int build_cart(sliding_t *s, int recovering);
 
 /* sliding_grouping.c */
 INTERNAL int group_nodes(const long long *keys, int size, int *job_node, int *lane, int *groups,

@@ -72,6 +72,7 @@ static const char *const points[] = {
     [SLIDING_POINT_RECOVERY_AGREE] = "recovery_agree",
     [SLIDING_POINT_RECOVERY_MAP] = "recovery_map",
     [SLIDING_POINT_RECOVERY_REBUILD] = "recovery_rebuild",
+    [SLIDING_POINT_RECOVERY_CART] = "recovery_cart",
     [SLIDING_POINT_RECOVERY_STATE] = "recovery_state",
     [SLIDING_POINT_RECOVERY_COMMIT] = "recovery_commit",
     [SLIDING_POINT_PROMOTED] = "promoted",

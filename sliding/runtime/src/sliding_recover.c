@@ -165,7 +165,7 @@ static int recover_once(sliding_t *s)
 
         killpoint(s, SLIDING_POINT_RECOVERY_REBUILD);
         phase = now();
-        rc = build_cart(s);
+        rc = build_cart(s, 1);
         t.rebuild += now() - phase;
         killpoint(s, SLIDING_POINT_RECOVERY_STATE);
         phase = now();
