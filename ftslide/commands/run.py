@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import shutil
+from pathlib import Path
 
 from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
@@ -54,7 +55,7 @@ def leading_options(rest: list[str]) -> tuple[str | None, str | None, str | None
     return found["--cluster"], found["--mpi"], found["--result-line"], rest
 
 
-def finalize_watch(prefix, result_line: str | None) -> mpi.ResultWatch | None:
+def finalize_watch(prefix: Path, result_line: str | None) -> mpi.ResultWatch | None:
     """The watch of a job run with ``prefix``: on ``--result-line``'s line when given, else the one
     every launch of that MPI gets (on for an MPI found to hang in MPI_Finalize after failures)."""
     if result_line is None:

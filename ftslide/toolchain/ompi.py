@@ -456,8 +456,9 @@ def resolve_tarball(inputs: BuildInputs, tarball: Path | None, sha256: str | Non
 
 @contextmanager
 def exclusive(lockfile: Path, what: str) -> Iterator[None]:
-    """Hold ``lockfile`` (flock, released when the process ends however it ends) while another
-    process of this machine makes the same cached thing; says once that it waits for ``what``."""
+    """Hold ``lockfile`` (an flock, let go however the process ends) while making a cached thing,
+    so that a second process making the same waits; it says once, on stderr, that it waits for
+    ``what``."""
     lockfile.parent.mkdir(parents=True, exist_ok=True)
     with open(lockfile, "w") as handle:
         try:
