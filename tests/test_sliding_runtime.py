@@ -191,6 +191,16 @@ def test_kill_in_the_second_recovery(mpi_prefix, jacobi, reference):
     assert run.checksum == reference
 
 
+def test_kill_between_the_split_and_the_cartesian_creation(mpi_prefix, jacobi, reference):
+    """2@recovery_cart: node 1 dies at iteration 12 and node 2 in that recovery, after the survivors'
+    split and before the Cartesian creation (build_cart's two steps, each followed by an agreement):
+    the attempt fails everywhere alike and the next one recovers both, with the failure-free result."""
+    run = run_with(mpi_prefix, jacobi, "hybrid", [(1, "iter=12"), (2, "recovery_cart")])
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [(r.failed, r.resume_iteration, r.attempts) for r in run.recoveries] == [([1, 2], 10, 2)], run.stdout
+    assert run.checksum == reference
+
+
 def test_malformed_occurrences_never_fire(mpi_prefix, jacobi, reference):
     """FTSLIDE_KILL entries whose #N is no positive integer (#0, #x, an empty #, #-1) name no occurrence:
     nobody dies, the run ends as a failure-free one. The driver refuses them before launching."""
