@@ -11,7 +11,6 @@ from pathlib import Path
 from ..jobmgr import cluster as netcluster
 from ..errors import FtslideError
 from ..toolchain import features, mpi, pympi
-from ..toolchain.mpi import check_program, launch_environment, mpirun_argv, split_program
 from ..toolchain.ompi import require_prefix
 
 __all__ = ["NAME", "HELP", "PASSTHROUGH", "add_arguments", "run"]
@@ -72,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
     watch = finalize_watch(prefix, result_line)
     if name is not None:  # a node of the emulated cluster dies with its daemon
         features.require(prefix, "node_loss", "ftslide run --cluster (jobs that outlive a node)")
-    _, program, _ = split_program(rest)
-    check_program(program)
-    env = launch_environment(prefix)
+    _, program, _ = mpi.split_program(rest)
+    mpi.check_program(program)
+    env = mpi.launch_environment(prefix)
     if pympi.is_python(program):  # its mpi4py must be ours, or ULFM calls quietly do something else
         pympi.require(shutil.which(program, path=env["PATH"]) or program, prefix)
     cluster = netcluster.load(name) if name is not None else None
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                          wrap=(lambda argv: netcluster.job_argv(cluster, argv)) if cluster else None,
                          watch=watch, echo=True)
         return result.returncode if result.returncode >= 0 else 128 - result.returncode
-    argv = mpirun_argv(prefix, rest)
+    argv = mpi.mpirun_argv(prefix, rest)
     if cluster is not None:
         argv = netcluster.job_argv(cluster, argv)
         env.update(netcluster.launch_environment())

@@ -219,14 +219,13 @@ def side_environment(prefix: Path) -> Path:
         return python
     with exclusive(folder.parent / f"{folder.name}.lock", f"the Python environment {folder}"):
         if not (ready.is_file() and python.exists()):   # made meanwhile by the process we waited for
-            _make_side_environment(prefix, folder)
+            _make_side_environment(prefix, folder, python, ready)
     return python
 
 
-def _make_side_environment(prefix: Path, folder: Path) -> None:
-    """side_environment's venv in ``folder``, made afresh; ``.ftslide-ready`` written last."""
+def _make_side_environment(prefix: Path, folder: Path, python: Path, ready: Path) -> None:
+    """side_environment's venv in ``folder`` (its ``python``), made afresh; ``ready`` written last."""
     base = getattr(sys, "_base_executable", sys.executable) or sys.executable
-    python = folder / "bin" / "python3"
     folder.parent.mkdir(parents=True, exist_ok=True)
     made = subprocess.run([base, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True, timeout=600)
     if made.returncode != 0:
@@ -240,7 +239,7 @@ def _make_side_environment(prefix: Path, folder: Path) -> None:
     log.write_text("")
     _pip(str(python), ["install", "-q", numpy], mpi_environment(prefix), log, f"installing {numpy} for {prefix}")
     build(prefix, str(python))
-    (folder / ".ftslide-ready").write_text(cache_key(prefix) + "\n")
+    ready.write_text(cache_key(prefix) + "\n")
 
 
 def interpreter(prefix: Path) -> str:
