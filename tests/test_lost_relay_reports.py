@@ -16,9 +16,11 @@ campaigns, where the relay died at the end of the job): 2 hangs in 2 runs. A dae
 report and sends it again when it learns of the loss (prrte/23's kept reports).
 
 mpirun acts on each end once: an end counted twice ends the job under processes still running.
-Without the freeze (step 1) the reports arrive and are sent again; and a process that exits non-zero
+Without the freeze (step 1) the reports arrive and are sent again. And a process that exits non-zero
 was counted twice even without a loss (its own report, then its daemon's report of the job's local
-end): ranks 3 and 4 exiting 3 ended the job at step 3, killing ranks 0 and 1 before they printed.
+end): ranks 3 and 4 exiting 3 ended the job at step 3, killing ranks 0 and 1 before they printed, and
+with no node lost at all, ranks 2, 3 and 4 exiting 3 killed ranks 0 and 1 (the last test).
+Every test of this module failed on the build before prrte/26 (FTSLIDE_MPI=<that prefix>).
 """
 
 from __future__ import annotations
@@ -132,3 +134,36 @@ def test_every_end_reaches_mpirun_once_when_a_relay_dies(freeze, code_below, mpi
     if not freeze:
         assert [f"done {r}" for r in BELOW] == [line for line in printed if int(line.split()[1]) in BELOW]
     assert result.returncode == code_below, (result.returncode, result.stderr[-3000:])
+
+
+@pytest.mark.timeout(200)
+def test_non_zero_exits_are_counted_once_without_a_loss(mpi_prefix, chain_cluster, tmp_path):
+    """Ranks 2, 3 and 4 exit 3 while ranks 0 and 1 still run, no node lost: both still print and exit,
+    the job's code is 3. Before prrte/26 prterun counted each non-zero exit twice (its own report and its
+    daemon's report of the job's local end), reached 5 ends with 3 processes gone, and killed ranks 0
+    and 1 (3 runs of 3 on 4 nodes with 2 of them exiting 3)."""
+    go = tmp_path / "go"
+    script = (f'r=$OMPI_COMM_WORLD_RANK; case $r in 2|3|4) exit 3;; esac; '
+              f'while [ ! -e {go} ]; do sleep 0.05; done; echo done $r')
+    failures: list[str] = []
+
+    def release_when_three_ended():
+        if wait_for("ranks 2, 3 and 4 ended", lambda: all(
+                not rank_running(chain_cluster, n, go) for n in (2, 3, 4)) and rank_running(chain_cluster, 1, go),
+                failures):
+            time.sleep(1.0)  # their reports reach mpirun
+        go.touch()
+
+    driver = threading.Thread(target=release_when_three_ended)
+    driver.start()
+    try:
+        result = mpi.run(mpi_prefix, ["--prtemca", "rml_base_radix", "1", "-np", str(NODES), "sh", "-c", script],
+                         timeout=JOB_TIMEOUT, env=netcluster.launch_environment(), stacks_on_timeout=True,
+                         wrap=lambda argv: netcluster.job_argv(chain_cluster, argv))
+    finally:
+        go.touch()
+        driver.join()
+    assert not failures, failures
+    assert sorted(line for line in result.stdout.splitlines() if line.startswith("done ")) == ["done 0", "done 1"], \
+        (result.stdout, result.stderr[-3000:])
+    assert result.returncode == 3, (result.returncode, result.stderr[-3000:])
