@@ -19,6 +19,9 @@ from ftslide.toolchain.ompi import cache_root, exclusive, require_prefix
 
 from mpiharness import FORTRAN_MODULES, MPI_SOURCES, MpiRun, run_program, run_script
 
+# the C unit tests run in the background of the session (tests/test_c_units.py)
+pytest_plugins = ["harness.ctest_run"]
+
 
 @pytest.fixture(scope="session")
 def mpi_prefix() -> Path:
