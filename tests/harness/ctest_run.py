@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +52,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     names = c_test_names(session.items)
     if not names or session.config.option.collectonly:
         return
-    folder = session.config._tmp_path_factory.mktemp("ctest")  # type: ignore[attr-defined]
+    folder = Path(tempfile.mkdtemp(prefix="ftslide-ctest-"))
     junit, log = folder / "results.xml", folder / "ctest.log"
     pattern = "^(" + "|".join(re.escape(name) for name in names) + ")$"
     with open(log, "w") as out:
@@ -62,11 +64,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A run still going when the session ends (interrupted, or its items deselected) is ended."""
+    """A run still going when the session ends (interrupted, or its items deselected) is ended; its
+    folder is removed."""
     run = config.stash.get(RUN_KEY, None)
-    if run is not None and run.process.poll() is None:
+    if run is None:
+        return
+    if run.process.poll() is None:
         os.killpg(run.process.pid, signal.SIGKILL)
         run.process.wait()
+    shutil.rmtree(run.junit.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
