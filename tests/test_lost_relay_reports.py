@@ -82,6 +82,11 @@ def rank_running(cluster: netcluster.Cluster, node: int, go: Path) -> bool:
     return False
 
 
+def release_every_rank(go: Path) -> None:
+    for rank in range(NODES):
+        Path(f"{go}.{rank}").touch()
+
+
 def drive(cluster: netcluster.Cluster, go: Path, freeze: bool, failures: list[str]) -> None:
     """Steps 1-4 of the module's docstring; what did not happen goes to ``failures``."""
     if not wait_for("every rank running", lambda: all(rank_running(cluster, n, go) for n in range(NODES)),
@@ -100,6 +105,27 @@ def drive(cluster: netcluster.Cluster, go: Path, freeze: bool, failures: list[st
         Path(f"{go}.{rank}").touch()
 
 
+def run_driven(prefix: Path, cluster: netcluster.Cluster, script: str, driver, release) -> mpi.MpiResult:
+    """np 5 shell ranks running ``script`` on the chain while ``driver(failures)`` orders the steps in a
+    thread; ``release()`` then lets every rank still waiting go, whatever happened. A hang is an
+    AssertionError with the steps not done and the stacks; a step not done, one after the run."""
+    failures: list[str] = []
+    thread = threading.Thread(target=driver, args=(failures,))
+    thread.start()
+    try:
+        result = mpi.run(prefix, ["--prtemca", "rml_base_radix", "1", "-np", str(NODES), "sh", "-c", script],
+                         timeout=JOB_TIMEOUT, env=netcluster.launch_environment(), stacks_on_timeout=True,
+                         wrap=lambda argv: netcluster.job_argv(cluster, argv))
+    except mpi.MpirunTimeout as exc:
+        raise AssertionError(f"mpirun never ended ({failures or 'every step done'}):\n{exc.stderr[-3000:]}\n"
+                             f"--- stacks\n{exc.stacks[-6000:]}") from None
+    finally:
+        release()
+        thread.join()
+    assert not failures, failures
+    return result
+
+
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("freeze, code_below", [(True, 0), (True, 3), (False, 3)],
                          ids=["relay-frozen", "relay-frozen-nonzero", "nonzero-counted-once"])
@@ -109,22 +135,9 @@ def test_every_end_reaches_mpirun_once_when_a_relay_dies(freeze, code_below, mpi
     killed, then ranks 0 and 1 end: mpirun ends the job with every survivor's output, rank 2 reported
     lost, and the job's code (3 when ranks 3 and 4 exited 3, else 0)."""
     go = tmp_path / "go"
-    failures: list[str] = []
-    driver = threading.Thread(target=drive, args=(chain_cluster, go, freeze, failures))
-    driver.start()
-    try:
-        result = mpi.run(mpi_prefix, ["--prtemca", "rml_base_radix", "1", "-np", str(NODES),
-                                      "sh", "-c", rank_script(go, code_below)],
-                         timeout=JOB_TIMEOUT, env=netcluster.launch_environment(), stacks_on_timeout=True,
-                         wrap=lambda argv: netcluster.job_argv(chain_cluster, argv))
-    except mpi.MpirunTimeout as exc:
-        raise AssertionError(f"mpirun never ended ({failures or 'every step done'}):\n{exc.stderr[-3000:]}\n"
-                             f"--- stacks\n{exc.stacks[-6000:]}") from None
-    finally:
-        for rank in range(NODES):
-            Path(f"{go}.{rank}").touch()  # whatever happened, no rank waits any longer
-        driver.join()
-    assert not failures, failures
+    result = run_driven(mpi_prefix, chain_cluster, rank_script(go, code_below),
+                        lambda failures: drive(chain_cluster, go, freeze, failures),
+                        lambda: release_every_rank(go))
     assert f"lost daemon [prterun-{chain_cluster.name}-n0-" in result.stderr and f",{RELAY}] on node" \
         in result.stderr, result.stderr[-3000:]
     printed = sorted(line for line in result.stdout.splitlines() if line.startswith("done "))
@@ -145,25 +158,15 @@ def test_non_zero_exits_are_counted_once_without_a_loss(mpi_prefix, chain_cluste
     go = tmp_path / "go"
     script = (f'r=$OMPI_COMM_WORLD_RANK; case $r in 2|3|4) exit 3;; esac; '
               f'while [ ! -e {go} ]; do sleep 0.05; done; echo done $r')
-    failures: list[str] = []
 
-    def release_when_three_ended():
+    def release_when_three_ended(failures: list[str]) -> None:
         if wait_for("ranks 2, 3 and 4 ended", lambda: all(
                 not rank_running(chain_cluster, n, go) for n in (2, 3, 4)) and rank_running(chain_cluster, 1, go),
                 failures):
             time.sleep(1.0)  # their reports reach mpirun
         go.touch()
 
-    driver = threading.Thread(target=release_when_three_ended)
-    driver.start()
-    try:
-        result = mpi.run(mpi_prefix, ["--prtemca", "rml_base_radix", "1", "-np", str(NODES), "sh", "-c", script],
-                         timeout=JOB_TIMEOUT, env=netcluster.launch_environment(), stacks_on_timeout=True,
-                         wrap=lambda argv: netcluster.job_argv(chain_cluster, argv))
-    finally:
-        go.touch()
-        driver.join()
-    assert not failures, failures
+    result = run_driven(mpi_prefix, chain_cluster, script, release_when_three_ended, go.touch)
     assert sorted(line for line in result.stdout.splitlines() if line.startswith("done ")) == ["done 0", "done 1"], \
         (result.stdout, result.stderr[-3000:])
     assert result.returncode == 3, (result.returncode, result.stderr[-3000:])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ftslide.toolchain.native import build_native
+from ftslide.toolchain.native import BUILD_DIR
 
 CTEST_TIMEOUT = 300  # seconds for one C test (ctest ends it after this and reports it failed)
 RUN_TIMEOUT = 2400  # seconds the last item waits, at most, for the whole run
@@ -49,6 +49,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the run (tests/test_c_units.py built the C cores when it was collected)."""
     names = c_test_names(session.items)
     if not names or session.config.option.collectonly:
         return
@@ -58,7 +59,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     with open(log, "w") as out:
         process = subprocess.Popen(["nice", "-n", "19", "ctest", "-j", str(os.cpu_count() or 1), "--timeout",
                                     str(CTEST_TIMEOUT), "--output-junit", str(junit), "-R", pattern],
-                                   cwd=build_native(), stdin=subprocess.DEVNULL, stdout=out,
+                                   cwd=BUILD_DIR, stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     session.config.stash[RUN_KEY] = CtestRun(process, junit, log)
 
